@@ -1,0 +1,100 @@
+"""The merged API registry: per API key, its messages, versions, owning spec sets and header versions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jinja2
+
+from codegen.merge import MergedMessage
+from codegen.render import module_name, tidy
+
+#: Kafka's exceptions to the header-version rules (ApiMessageType.requestHeaderVersion/responseHeaderVersion).
+CONTROLLED_SHUTDOWN = 7
+API_VERSIONS = 18
+
+
+@dataclass(frozen=True, slots=True)
+class ApiRow:
+    key: int
+    name: str
+    request: MergedMessage
+    response: MergedMessage
+
+    @property
+    def versions(self) -> tuple[int, int]:
+        return self.request.versions.lowest, self.request.versions.highest
+
+    def owner(self, v: int) -> str:
+        return self.request.owner(v).source
+
+    def flexible(self, v: int) -> bool:
+        return self.request.owner(v).is_flexible(v)
+
+    def request_header(self, v: int) -> int:
+        if self.key == CONTROLLED_SHUTDOWN and v == 0:
+            return 0
+        return 2 if self.flexible(v) else 1
+
+    def response_header(self, v: int) -> int:
+        if self.key == API_VERSIONS:
+            return 0  # clients must parse it before they know the broker's versions
+        return 1 if self.flexible(v) else 0
+
+    def flexible_from(self) -> int | None:
+        lo, hi = self.versions
+        return next((v for v in range(lo, hi + 1) if self.flexible(v)), None)
+
+    def deprecated(self) -> list[int]:
+        lo, hi = self.versions
+        return [v for v in range(lo, hi + 1) if v in self.request.owner(v).deprecated_versions]
+
+    def unstable(self) -> list[int]:
+        newest = self.request.newest
+        return [newest.valid_versions.highest] if newest.latest_version_unstable else []
+
+    def listeners(self) -> list[str]:
+        return list(self.request.newest.listeners)
+
+
+def api_rows(messages: list[MergedMessage]) -> list[ApiRow]:
+    requests = {m.api_key: m for m in messages if m.kind == "request"}
+    responses = {m.api_key: m for m in messages if m.kind == "response"}
+    rows = []
+    for key in sorted(k for k in requests if k is not None):
+        req, resp = requests[key], responses[key]
+        if req.versions != resp.versions:
+            raise ValueError(f"{req.name} versions {req.versions} differ from {resp.name} {resp.versions}")
+        name = req.name[: -len("Request")]
+        rows.append(ApiRow(key, name, req, resp))
+    return rows
+
+
+def render_index(
+    env: jinja2.Environment, messages: list[MergedMessage], sources: list[str], sets: list[dict[str, object]]
+) -> str:
+    rows = []
+    for row in api_rows(messages):
+        lo, hi = row.versions
+        vs = range(lo, hi + 1)
+        rows.append({
+            "key": row.key,
+            "name": row.name,
+            "request": row.request.name,
+            "response": row.response.name,
+            "lo": lo,
+            "hi": hi,
+            "owners": {v: row.owner(v) for v in vs},
+            "flexible_from": row.flexible_from(),
+            "request_headers": {v: row.request_header(v) for v in vs},
+            "response_headers": {v: row.response_header(v) for v in vs},
+            "deprecated": row.deprecated(),
+            "unstable": row.unstable(),
+            "listeners": row.listeners(),
+        })
+    table = [
+        {"name": m.name, "module": module_name(m.name), "kind": m.kind, "api_key": m.api_key,
+         "lo": m.versions.lowest, "hi": m.versions.highest}
+        for m in messages
+    ]
+    return tidy(env.get_template("index.py.j2").render(apis=rows, messages=table, sources=sources, sets=sets))

@@ -1,0 +1,70 @@
+"""kcodec: byte-exact Apache Kafka wire-protocol codecs generated from Kafka's own message specs.
+
+The public API is imported lazily so that ``import kcodec`` stays cheap; each message's codec is
+loaded on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kcodec import errors
+from kcodec.errors import DecodeError, EncodeError, KcodecError, UnsupportedVersionError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DecodeError",
+    "EncodeError",
+    "KcodecError",
+    "UnsupportedVersionError",
+    "api",
+    "apis",
+    "construct_schema",
+    "decode",
+    "decode_request",
+    "decode_response",
+    "encode",
+    "encode_request",
+    "encode_response",
+    "errors",
+    "from_json",
+    "message_class",
+    "to_json",
+]
+
+_LAZY = {
+    "decode": ("kcodec.codec", "decode"),
+    "encode": ("kcodec.codec", "encode"),
+    "message_class": ("kcodec.codec", "message_class"),
+    "to_json": ("kcodec.jsonconv", "to_json"),
+    "from_json": ("kcodec.jsonconv", "from_json"),
+    "api": ("kcodec.registry", "api"),
+    "apis": ("kcodec.registry", "apis"),
+    "encode_request": ("kcodec.frames", "encode_request"),
+    "encode_response": ("kcodec.frames", "encode_response"),
+    "decode_request": ("kcodec.frames", "decode_request"),
+    "decode_response": ("kcodec.frames", "decode_response"),
+    "construct_schema": ("kcodec.construct_backend", "construct_schema"),
+    "strategies": ("kcodec.strategies", None),
+}
+
+if TYPE_CHECKING:
+    from kcodec import strategies
+    from kcodec.codec import decode, encode, message_class
+    from kcodec.construct_backend import construct_schema
+    from kcodec.frames import decode_request, decode_response, encode_request, encode_response
+    from kcodec.jsonconv import from_json, to_json
+    from kcodec.registry import api, apis
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'kcodec' has no attribute {name!r}")
+    import importlib
+
+    mod = importlib.import_module(target[0])
+    value = mod if target[1] is None else getattr(mod, target[1])
+    globals()[name] = value
+    return value

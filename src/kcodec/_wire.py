@@ -1,0 +1,154 @@
+"""Wire primitives used by the generated codecs: varints, bounds errors, tagged-field sections.
+
+Everything here is small and called rarely (the generated code inlines the common paths).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from kcodec.errors import DecodeError, EncodeError, NullValueError, UnsupportedVersionError
+
+Buffer = bytes | bytearray | memoryview
+
+
+def read_uvarint(buf: Buffer, pos: int) -> tuple[int, int]:
+    """Read an unsigned varint (at most 5 bytes, < 2**32) at ``pos``; return (value, next pos)."""
+    value = 0
+    shift = 0
+    start = pos
+    n = len(buf)
+    while True:
+        if pos >= n:
+            raise DecodeError("varint runs past the end of the buffer", start)
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise DecodeError("varint is longer than 5 bytes", start)
+
+
+def write_uvarint(out: bytearray, value: int) -> None:
+    if value < 0 or value > 0xFFFFFFFF:
+        raise EncodeError(f"length {value} does not fit an unsigned varint")
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def uvarint_size(value: int) -> int:
+    size = 1
+    while value >= 0x80:
+        value >>= 7
+        size += 1
+    return size
+
+
+def short(pos: int, need: int, blen: int) -> DecodeError:
+    return DecodeError(f"needs {need} bytes but only {max(blen - pos, 0)} remain", pos)
+
+
+def bad_count(pos: int, count: int, min_size: int, blen: int) -> DecodeError:
+    return DecodeError(
+        f"count {count} cannot fit: {count} elements of at least {min_size} bytes each exceed the "
+        f"{max(blen - pos, 0)} bytes that remain",
+        pos,
+    )
+
+
+def null_error(pos: int) -> DecodeError:
+    return DecodeError("null (length -1) for a field that is not nullable at this version", pos)
+
+
+def bad_length(pos: int, length: int) -> DecodeError:
+    return DecodeError(f"invalid length {length}", pos)
+
+
+def decode_failure(exc: BaseException, segment: Any, pos: int, blen: int, index: int) -> DecodeError:
+    """Turn an exception raised while reading one field into a ``DecodeError`` naming it.
+
+    ``segment`` is the field's attribute name, ``"name[]"`` inside an array loop (``index`` gives
+    the element), or a tuple ``((attr, size, fmt), ...)`` for a run of fixed-width fields.
+    """
+    if isinstance(segment, tuple):
+        offset = pos
+        for attr, size, _fmt in segment:
+            if offset + size > blen:
+                return DecodeError(f"needs {size} bytes but only {max(blen - offset, 0)} remain", offset, attr)
+            offset += size
+        segment = segment[0][0]
+    if isinstance(segment, str) and segment.endswith("[]"):
+        segment = f"{segment[:-2]}[{index}]"
+    if isinstance(exc, DecodeError):
+        exc._segments.append(segment)
+        return exc
+    if isinstance(exc, UnicodeDecodeError):
+        return DecodeError(f"invalid UTF-8 in string: {exc.reason}", pos + exc.start, segment)
+    if isinstance(exc, IndexError | struct.error):
+        return DecodeError("unexpected end of buffer", pos, segment)
+    if isinstance(exc, RecursionError | MemoryError):
+        return DecodeError(f"{type(exc).__name__} while decoding", pos, segment)
+    return DecodeError(f"{type(exc).__name__}: {exc}", pos, segment)
+
+
+def encode_failure(exc: BaseException, segment: Any, obj: Any, index: int) -> Exception:
+    """Turn an exception raised while writing one field into an ``EncodeError`` naming it."""
+    if isinstance(segment, tuple):  # a run: find the value struct refused
+        for attr, _size, fmt in segment:
+            try:
+                struct.pack(">" + fmt, getattr(obj, attr))
+            except struct.error as e:
+                value = getattr(obj, attr)
+                reason = "None for a field that is not nullable" if value is None else f"{value!r}: {e}"
+                err: EncodeError = (NullValueError if value is None else EncodeError)(reason)
+                err._segments.append(attr)
+                return err
+            except AttributeError:
+                pass
+        segment = segment[0][0]
+    if isinstance(segment, str) and segment.endswith("[]"):
+        segment = f"{segment[:-2]}[{index}]"
+    if isinstance(exc, EncodeError):
+        exc._segments.append(segment)
+        return exc
+    if isinstance(exc, UnsupportedVersionError):
+        return exc
+    if isinstance(exc, AttributeError) and "NoneType" in str(exc):
+        err = NullValueError("None for a field that is not nullable at this version")
+    else:
+        err = EncodeError(f"{type(exc).__name__}: {exc}")
+    err._segments.append(segment)
+    return err
+
+
+def null_value() -> NullValueError:
+    return NullValueError("None for a field that is not nullable at this version")
+
+
+def too_long(n: int, limit: int) -> EncodeError:
+    return EncodeError(f"{n} bytes exceed the {limit}-byte limit of this length prefix")
+
+
+def unsupported(field: str, version: int) -> UnsupportedVersionError:
+    """Kafka's refusal to drop a non-default value; ``version`` -1 is filled in by ``kcodec.encode``."""
+    err = UnsupportedVersionError(f"Attempted to write a non-default {field} at version {version}")
+    err.field = field  # type: ignore[attr-defined]
+    return err
+
+
+def write_tagged(out: bytearray, known: list[tuple[int, bytes | bytearray]], unknown: Any) -> None:
+    """Write a tagged-field section: known and unknown fields merged in ascending tag order."""
+    fields = list(known)
+    if unknown:
+        fields.extend(unknown)
+        fields.sort(key=lambda t: t[0])
+    write_uvarint(out, len(fields))
+    for tag, data in fields:
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data

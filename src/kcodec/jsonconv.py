@@ -1,0 +1,158 @@
+"""Kafka's JsonConverter format: ``to_json`` / ``from_json`` for any message at any version.
+
+Field names are the spec names with the first letter lower-cased; only fields present at the version
+appear; tagged fields only when they differ from their default; bytes and records as standard base64;
+uuids as Kafka's 22-character URL-safe base64; int64 as JSON integers.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+from typing import Any
+
+from kcodec.codec import message_class, message_info
+from kcodec.errors import JsonError
+from kcodec.model import Message, Struct, Uuid
+from kcodec.schema import STRUCT_DEFAULT, FieldInfo, MessageInfo
+
+_INT_BOUNDS = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "uint16": (0, 2**16 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "uint32": (0, 2**32 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+}
+
+
+def is_default(info: MessageInfo, f: FieldInfo, value: Any) -> bool:
+    """Kafka's "is this field at its default" rule (decides whether tagged fields are written)."""
+    d = f.default
+    if d is None:
+        return value is None
+    if f.is_array:
+        return value is not None and len(value) == 0
+    if d is STRUCT_DEFAULT:
+        struct = f.struct_name
+        assert struct is not None
+        return bool(value == info.structs[struct].cls())
+    return bool(value == d)
+
+
+def to_json(message: Message, version: int) -> dict[str, Any]:
+    """The JSON object Kafka's ``*JsonConverter.write(data, version)`` returns for ``message``."""
+    name = type(message).MESSAGE_NAME
+    info = message_info(name)
+    if version not in info.owners:
+        from kcodec.errors import UnsupportedVersionError
+
+        raise UnsupportedVersionError(f"{name} has no version {version}")
+    return _struct_to_json(info, name, message, version)
+
+
+def _struct_to_json(info: MessageInfo, struct: str, obj: Struct, version: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in info.fields_at(struct, version):
+        value = getattr(obj, f.attr)
+        if f.is_tagged(version) and is_default(info, f, value):
+            continue
+        out[f.json_name] = _value_to_json(info, f, f.element_type, f.is_array, value, version)
+    return out
+
+
+def _value_to_json(info: MessageInfo, f: FieldInfo, t: str, array: bool, value: Any, version: int) -> Any:
+    if value is None:
+        return None
+    if array:
+        return [_value_to_json(info, f, t, False, v, version) for v in value]
+    if t[:1].isupper():
+        return _struct_to_json(info, t, value, version)
+    if t in ("bytes", "records"):
+        return base64.b64encode(value).decode("ascii")
+    if t == "uuid":
+        return str(value) if isinstance(value, Uuid) else str(Uuid(value))
+    return value
+
+
+def from_json(message_name: str, version: int, obj: Any) -> Message:
+    """Read a message from Kafka JsonConverter JSON at ``version`` (as ``*JsonConverter.read`` does).
+
+    Like Kafka, fields that do not exist at ``version`` are still read when present (so a value can be
+    carried to a version where encoding will decide whether it may be dropped); fields that exist at
+    ``version`` and are not tagged are mandatory.
+    """
+    info = message_info(message_name)
+    if version not in info.owners:
+        from kcodec.errors import UnsupportedVersionError
+
+        raise UnsupportedVersionError(f"{message_name} has no version {version}")
+    result = _struct_from_json(info, message_name, obj, version, message_name)
+    assert isinstance(result, message_class(message_name))
+    return result
+
+
+def _struct_from_json(info: MessageInfo, struct: str, data: Any, version: int, path: str) -> Any:
+    if not isinstance(data, dict):
+        raise JsonError(f"expected a JSON object, not {type(data).__name__}", path)
+    present = {f.name: f for f in info.fields_at(struct, version)}
+    kwargs: dict[str, Any] = {}
+    for f in info.all_fields(struct):
+        f = present.get(f.name, f)
+        key = f.json_name
+        here = f"{path}.{key}"
+        if key in data:
+            kwargs[f.attr] = _value_from_json(info, f, f.element_type, f.is_array, data[key], version, here)
+        elif f.name in present and not f.is_tagged(version):
+            raise JsonError(f"missing field {key!r}, which is mandatory in version {version}", here)
+    return info.structs[struct].cls(**kwargs)
+
+
+def _value_from_json(
+    info: MessageInfo, f: FieldInfo, t: str, array: bool, value: Any, version: int, path: str
+) -> Any:
+    if value is None:
+        return None  # whether null may be written is the encoder's call (Kafka: NPE on write)
+    if array:
+        if not isinstance(value, list):
+            raise JsonError(f"expected a JSON array, not {type(value).__name__}", path)
+        return [_value_from_json(info, f, t, False, v, version, f"{path}[{i}]") for i, v in enumerate(value)]
+    if t[:1].isupper():
+        return _struct_from_json(info, t, value, version, path)
+    if t in _INT_BOUNDS:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise JsonError(f"expected an integer for {t}, not {value!r}", path)
+        lo, hi = _INT_BOUNDS[t]
+        if t == "int8" and 128 <= value <= 255:
+            value -= 256  # Kafka's MessageUtil.jsonNodeToByte accepts unsigned bytes too
+        if not lo <= value <= hi:
+            raise JsonError(f"{value} is out of range for {t}", path)
+        return value
+    if t == "bool":
+        if not isinstance(value, bool):
+            raise JsonError(f"expected true or false, not {value!r}", path)
+        return value
+    if t == "float64":
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise JsonError(f"expected a finite number, not {value!r}", path)
+        return float(value)
+    if t == "string":
+        if not isinstance(value, str):
+            raise JsonError(f"expected a string, not {value!r}", path)
+        return value
+    if t == "uuid":
+        if not isinstance(value, str):
+            raise JsonError(f"expected a base64 UUID string, not {value!r}", path)
+        try:
+            return Uuid(value)
+        except (ValueError, binascii.Error) as e:
+            raise JsonError(f"invalid UUID {value!r}: {e}", path) from None
+    if t in ("bytes", "records"):
+        if not isinstance(value, str):
+            raise JsonError(f"expected a base64 string, not {value!r}", path)
+        try:
+            return base64.b64decode(value, validate=True)
+        except (ValueError, binascii.Error) as e:
+            raise JsonError(f"invalid base64: {e}", path) from None
+    raise JsonError(f"unknown type {t}", path)

@@ -1,0 +1,353 @@
+"""Tests for the maintainer script ``tools/import_specs.py``."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "tools" / "import_specs.py"
+
+
+def _load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("import_specs", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses need the module registered
+    spec.loader.exec_module(module)
+    return module
+
+
+imp = _load_script()
+
+LICENSE = """// Licensed to the Apache Software Foundation (ASF) under one or more
+// contributor license agreements.  See the NOTICE file distributed with
+// this work for additional information regarding copyright ownership.
+//
+//    http://www.apache.org/licenses/LICENSE-2.0
+"""
+
+QUIRKY_SPEC = (
+    LICENSE
+    + """
+{
+  "apiKey": 99,
+  "type": "request",
+  "listeners": ["broker"],
+  "name": "QuirkRequest",
+  // Version 1 adds Extra.  See http://example.com/x // not the end
+  "validVersions": "0-1",
+  /* a block comment
+     spanning lines with "quotes" and // slashes */
+  "flexibleVersions": "1+",
+  "about": "Docs with a URL: https://kafka.apache.org/protocol and /* not a comment */",
+  "fields": [
+    { "name": "Url", "type": "string", "versions": "0+", "default": "http://a//b",
+      "about": "A // inside a string." },
+    { "name": "Escaped", "type": "string", "versions": "0+", "default": "q\\"//x" },
+    { "name": "Max", "type": "int32", "versions": "0+", "default": "0x7fffffff" },
+    { "name": "Id", "type": "uuid", "versions": "0+", "default": "AAAAAAAAAAAAAAAAAAAAAA" },
+    { "name": "Client", "type": "string", "versions": "0+", "flexibleVersions": "none" },
+    { "taggedVersions": "1+", "tag": "0", "name": "Extra", "type": "int32",
+      "ignorable": true, "about": "tagged, no versions" }
+  ]
+}
+}  trailing junk
+"""
+)
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def _collect() -> tuple[list[str], Any]:
+    messages: list[str] = []
+    return messages, messages.append
+
+
+# --------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------
+
+
+def test_double_slash_inside_strings_survives() -> None:
+    obj = imp.load_kafka_json(
+        '{"a": "http://x.org//y", "b": "/* no */", "c": "\\"//"} // real comment',
+        warn=_quiet,
+    )
+    assert obj == {"a": "http://x.org//y", "b": "/* no */", "c": '"//'}
+
+
+def test_line_and_block_comments_removed() -> None:
+    text = '// head\n{ /* one */ "a": 1, // tail\n /* multi\n line */ "b": [1, /**/ 2] }\n// end'
+    assert imp.load_kafka_json(text, warn=_quiet) == {"a": 1, "b": [1, 2]}
+
+
+def test_block_comment_does_not_glue_tokens() -> None:
+    with pytest.raises(imp.SpecError):
+        imp.load_kafka_json('{"a": 1/**/2}', warn=_quiet)
+
+
+def test_comment_keeps_line_numbers_for_errors() -> None:
+    with pytest.raises(imp.SpecError, match="line 4"):
+        imp.load_kafka_json('/*\n\n*/ {"a":\n  nope}', warn=_quiet)
+
+
+def test_unterminated_block_comment_is_an_error() -> None:
+    with pytest.raises(imp.SpecError, match="unterminated"):
+        imp.load_kafka_json('{"a": 1} /* open', warn=_quiet)
+
+
+def test_trailing_tokens_tolerated_with_warning() -> None:
+    messages, warn = _collect()
+    obj = imp.load_kafka_json('{"a": {"b": 1}}\n}\n', source="X.json", warn=warn)
+    assert obj == {"a": {"b": 1}}
+    assert len(messages) == 1 and "X.json" in messages[0] and "trailing" in messages[0]
+
+
+def test_no_warning_without_trailing_tokens() -> None:
+    messages, warn = _collect()
+    imp.load_kafka_json('{"a": 1}  // comment after root\n', warn=warn)
+    assert messages == []
+
+
+def test_root_must_be_object() -> None:
+    with pytest.raises(imp.SpecError, match="not an object"):
+        imp.load_kafka_json("[1, 2]", warn=_quiet)
+
+
+def test_duplicate_keys_identical_warn_conflicting_fail() -> None:
+    messages, warn = _collect()
+    assert imp.load_kafka_json('{"v": "0+", "v": "0+"}', warn=warn) == {"v": "0+"}
+    assert len(messages) == 1 and "duplicate" in messages[0]
+    with pytest.raises(imp.SpecError, match="conflicting"):
+        imp.load_kafka_json('{"v": "0+", "v": "1+"}', warn=_quiet)
+
+
+# --------------------------------------------------------------------------
+# Normalisation
+# --------------------------------------------------------------------------
+
+
+def _normalised_quirky() -> dict[str, Any]:
+    raw = imp.load_kafka_json(QUIRKY_SPEC, source="QuirkRequest.json", warn=_quiet)
+    result: dict[str, Any] = imp.normalise_message(raw, source="QuirkRequest.json", warn=_quiet)
+    return result
+
+
+def test_string_tag_becomes_int_and_versions_filled() -> None:
+    extra = _normalised_quirky()["fields"][-1]
+    assert extra == {
+        "name": "Extra",
+        "type": "int32",
+        "versions": "1+",
+        "tag": 0,
+        "taggedVersions": "1+",
+        "ignorable": True,
+    }
+    assert list(extra) == ["name", "type", "versions", "tag", "taggedVersions", "ignorable"]
+
+
+def test_about_dropped_and_values_kept_verbatim() -> None:
+    msg = _normalised_quirky()
+    assert "about" not in json.dumps(msg)
+    assert list(msg) == [
+        "apiKey",
+        "type",
+        "name",
+        "validVersions",
+        "flexibleVersions",
+        "listeners",
+        "fields",
+    ]
+    by_name = {f["name"]: f for f in msg["fields"]}
+    assert by_name["Url"]["default"] == "http://a//b"
+    assert by_name["Escaped"]["default"] == 'q"//x'
+    assert by_name["Max"]["default"] == "0x7fffffff"
+    assert by_name["Id"]["default"] == "AAAAAAAAAAAAAAAAAAAAAA"
+    assert by_name["Client"]["flexibleVersions"] == "none"
+
+
+def test_field_order_is_preserved() -> None:
+    names = [f["name"] for f in _normalised_quirky()["fields"]]
+    assert names == ["Url", "Escaped", "Max", "Id", "Client", "Extra"]
+
+
+def test_nested_fields_and_common_structs_normalised() -> None:
+    raw = {
+        "name": "M",
+        "type": "data",
+        "commonStructs": [
+            {
+                "name": "S",
+                "versions": "0+",
+                "about": "x",
+                "fields": [
+                    {"tag": "2", "taggedVersions": "3+", "type": "int8", "name": "T"},
+                ],
+            },
+        ],
+        "fields": [
+            {
+                "name": "A",
+                "type": "[]S",
+                "versions": "0+",
+                "fields": [
+                    {"name": "B", "type": "int8", "versions": "0+", "about": "y"},
+                ],
+            }
+        ],
+    }
+    msg = imp.normalise_message(raw, warn=_quiet)
+    assert msg["commonStructs"] == [
+        {
+            "name": "S",
+            "versions": "0+",
+            "fields": [
+                {"name": "T", "type": "int8", "versions": "3+", "tag": 2, "taggedVersions": "3+"},
+            ],
+        }
+    ]
+    assert msg["fields"][0]["fields"] == [{"name": "B", "type": "int8", "versions": "0+"}]
+
+
+def test_unknown_keys_dropped_with_warning() -> None:
+    messages, warn = _collect()
+    raw = {
+        "name": "M",
+        "type": "data",
+        "bogus": 1,
+        "fields": [{"name": "F", "type": "int8", "versions": "0+", "weird": True}],
+    }
+    msg = imp.normalise_message(raw, source="M.json", warn=warn)
+    assert "bogus" not in msg and "weird" not in msg["fields"][0]
+    assert any("M.json" in m and "'bogus'" in m for m in messages)
+    assert any("M.json" in m and "'weird'" in m for m in messages)
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"name": "F", "type": "int8", "versions": "0+", "tag": "x", "taggedVersions": "0+"},
+        {"name": "F", "type": "int8", "versions": "0+", "tag": -1, "taggedVersions": "0+"},
+        {"name": "F", "type": "int8", "versions": "0+", "tag": 1},
+        {"name": "F", "type": "int8"},
+    ],
+)
+def test_invalid_fields_rejected(field: dict[str, Any]) -> None:
+    with pytest.raises(imp.SpecError):
+        imp.normalise_message({"name": "M", "type": "data", "fields": [field]}, warn=_quiet)
+
+
+# --------------------------------------------------------------------------
+# CLI: output files, determinism, --check, stale files
+# --------------------------------------------------------------------------
+
+
+def _make_input(tmp_path: Path) -> Path:
+    src = tmp_path / "specs"
+    src.mkdir()
+    (src / "QuirkRequest.json").write_text(QUIRKY_SPEC, encoding="utf-8")
+    (src / "Plain.json").write_text(
+        LICENSE + '{"name": "Plain", "type": "data", "validVersions": "0",'
+        ' "flexibleVersions": "none", "fields": []}\n',
+        encoding="utf-8",
+    )
+    return src
+
+
+def _run(tmp_path: Path, src: Path, out: Path, *extra: str) -> int:
+    code: int = imp.main(
+        ["--set", f"s1={src}", "--source", "s1=test", "--out", str(out), *extra],
+        root=tmp_path,
+    )
+    return code
+
+
+def _snapshot(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+
+def test_cli_writes_facts_only_files(tmp_path: Path) -> None:
+    src = _make_input(tmp_path)
+    out = tmp_path / "schemas"
+    assert _run(tmp_path, src, out) == 0
+    files = _snapshot(out)
+    assert sorted(files) == ["s1/Plain.json", "s1/QuirkRequest.json", "sets.json"]
+    for data in files.values():
+        text = data.decode("utf-8")
+        assert "Licensed to the Apache" not in text and "about" not in text
+        assert text.endswith("}\n") or text.endswith("]\n")
+    quirk = json.loads(files["s1/QuirkRequest.json"])
+    assert files["s1/QuirkRequest.json"].decode() == json.dumps(quirk, indent=2) + "\n"
+    sets = json.loads(files["sets.json"])
+    assert [s["name"] for s in sets] == ["s1"]
+    assert sets[0]["dir"] == "s1" and sets[0]["source"] == "test"
+    assert sets[0]["imported_from"] == "specs" and sets[0]["files"] == 2
+    assert set(sets[0]["sha256"]) == {"Plain.json", "QuirkRequest.json"}
+    assert len(sets[0]["sha256"]["Plain.json"]) == 64
+
+
+def test_cli_output_is_deterministic(tmp_path: Path) -> None:
+    src = _make_input(tmp_path)
+    out1, out2 = tmp_path / "a", tmp_path / "b"
+    assert _run(tmp_path, src, out1) == 0
+    first = _snapshot(out1)
+    assert _run(tmp_path, src, out1) == 0
+    assert _snapshot(out1) == first
+    assert _run(tmp_path, src, out2) == 0
+    assert _snapshot(out2) == first
+
+
+def test_check_detects_drift(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = _make_input(tmp_path)
+    out = tmp_path / "schemas"
+    assert _run(tmp_path, src, out, "--check") == 1  # nothing generated yet
+    assert not out.exists()  # --check never writes
+    assert _run(tmp_path, src, out) == 0
+    assert _run(tmp_path, src, out, "--check") == 0
+
+    target = out / "s1" / "Plain.json"
+    target.write_text(target.read_text() + " ")
+    capsys.readouterr()
+    assert _run(tmp_path, src, out, "--check") == 1
+    assert "changed: s1/Plain.json" in capsys.readouterr().out
+
+    assert _run(tmp_path, src, out) == 0
+    (src / "Plain.json").write_text('{"name": "Plain", "type": "data", "validVersions": "0-1", "fields": []}')
+    assert _run(tmp_path, src, out, "--check") == 1  # input changed
+
+
+def test_stale_files_detected_and_removed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = _make_input(tmp_path)
+    out = tmp_path / "schemas"
+    assert _run(tmp_path, src, out) == 0
+    (out / "s1" / "Gone.json").write_text("{}\n")
+    capsys.readouterr()
+    assert _run(tmp_path, src, out, "--check") == 1
+    assert "stale: s1/Gone.json" in capsys.readouterr().out
+    assert _run(tmp_path, src, out) == 0
+    assert not (out / "s1" / "Gone.json").exists()
+    assert _run(tmp_path, src, out, "--check") == 0
+
+
+def test_invalid_input_exits_2(tmp_path: Path) -> None:
+    src = tmp_path / "specs"
+    src.mkdir()
+    (src / "Bad.json").write_text("{ nope")
+    assert _run(tmp_path, src, tmp_path / "out") == 2
+    assert not (tmp_path / "out").exists()
+
+
+def test_repository_schemas_are_up_to_date() -> None:
+    """CI guard: the committed schemas/ match the importer and the inputs."""
+    default_inputs = [imp.REPO_ROOT / d for _, d in imp.DEFAULT_SETS]
+    if not all(p.is_dir() for p in default_inputs):
+        pytest.skip("upstream spec inputs not available")
+    assert imp.main(["--check"]) == 0

@@ -1,0 +1,591 @@
+#!/usr/bin/env python3
+"""Import upstream Apache Kafka message specs into kcodec's facts-only ``schemas/``.
+
+The upstream ``*.json`` message specs are "JSON with quirks": they carry ``//``
+line comments (including the Apache license header), may carry ``/* */`` block
+comments, have occasionally shipped trailing tokens after the root object, write
+some tags as strings (``"tag": "0"``) and omit ``versions`` on some tagged
+fields.  This script parses them with a small tokenizer-level comment stripper
+(string literals such as URLs containing ``//`` survive), normalises those
+quirks and writes one canonical, deterministic JSON file per spec that contains
+only protocol facts:
+
+* ``<out>/<set>/<Name>.json`` -- one per input spec, documentation (``about``),
+  comments and unknown keys removed, keys in a fixed canonical order, field
+  order (= wire order) exactly as upstream;
+* ``<out>/sets.json`` -- provenance of every set (oldest / lowest priority
+  first; later sets take precedence when they define the same version).
+
+Values are copied verbatim: hex defaults (``"0x7fffffff"``), base64 uuid
+defaults and ``"flexibleVersions": "none"`` stay the strings they are; the code
+generator interprets them.
+
+Usage (all relative paths are resolved against the repository root, so the
+script works from any working directory)::
+
+    python tools/import_specs.py \\
+        --set 3.9.0=../shared/kafka-specs/3.9.0 \\
+        --set 4.x-clients=../shared/kafka-specs/4.x-clients \\
+        --out schemas
+    python tools/import_specs.py --check   # CI: exit 1 if schemas/ would change
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+"""The repository root; relative CLI paths are resolved against it."""
+
+DEFAULT_OUT = "schemas"
+DEFAULT_SETS: tuple[tuple[str, str], ...] = (
+    ("3.9.0", "../shared/kafka-specs/3.9.0"),
+    ("4.x-clients", "../shared/kafka-specs/4.x-clients"),
+)
+"""Default ``--set`` arguments, oldest (lowest priority) first."""
+
+KNOWN_SOURCES: dict[str, str] = {
+    "3.9.0": "Apache Kafka clients/src/main/resources/common/message at tag 3.9.0-rc3",
+    "4.x-clients": (
+        "Apache Kafka 4.x specs as bundled in the kafka-python 3.0.12 wheel"
+        " (kafka/protocol/schemas/resources/)"
+    ),
+}
+"""Provenance text for the well-known sets (override with ``--source``)."""
+
+SETS_FILE = "sets.json"
+
+MESSAGE_KEYS: tuple[str, ...] = (
+    "apiKey",
+    "type",
+    "name",
+    "validVersions",
+    "deprecatedVersions",
+    "flexibleVersions",
+    "listeners",
+    "latestVersionUnstable",
+    "fields",
+    "commonStructs",
+)
+"""Message-level keys kept in the output, in canonical output order."""
+
+FIELD_KEYS: tuple[str, ...] = (
+    "name",
+    "type",
+    "versions",
+    "nullableVersions",
+    "tag",
+    "taggedVersions",
+    "default",
+    "ignorable",
+    "mapKey",
+    "entityType",
+    "flexibleVersions",
+    "zeroCopy",
+    "fields",
+)
+"""Field-level (and common-struct) keys kept in the output, in canonical order."""
+
+DOC_KEYS: frozenset[str] = frozenset({"about"})
+"""Known documentation-only keys: dropped silently."""
+
+_SET_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_TAG_RE = re.compile(r"[0-9]+")
+_NORMAL_SPECIAL_RE = re.compile(r'["/]')
+_STRING_SPECIAL_RE = re.compile(r'["\\]')
+
+Warn = Callable[[str], None]
+"""Callback receiving one human-readable warning message."""
+
+
+class SpecError(ValueError):
+    """An input spec cannot be parsed or violates a structural rule."""
+
+
+def _stderr_warn(message: str) -> None:
+    """Default warning sink: print ``warning: <message>`` to stderr."""
+    print(f"warning: {message}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------
+# Parsing: comment stripping and tolerant loading
+# --------------------------------------------------------------------------
+
+
+def _line_of(text: str, index: int) -> int:
+    """Return the 1-based line number of ``text[index]``."""
+    return text.count("\n", 0, index) + 1
+
+
+def strip_comments(text: str) -> str:
+    """Remove ``//`` line and ``/* */`` block comments outside string literals.
+
+    This is a tokenizer-level scan, not a regex substitution: string literals
+    (with their backslash escapes) are copied untouched, so ``"http://x"``
+    survives.  A line comment is removed up to, but not including, its line
+    break; a block comment is replaced by a single space plus the line breaks
+    it contained, so line numbers in later JSON error messages still match the
+    original text and adjacent tokens are never glued together.
+
+    Raises:
+        SpecError: on an unterminated block comment.
+    """
+    out: list[str] = []
+    i = 0
+    n = len(text)
+    while i < n:
+        m = _NORMAL_SPECIAL_RE.search(text, i)
+        if m is None:
+            out.append(text[i:])
+            break
+        j = m.start()
+        out.append(text[i:j])
+        if text[j] == '"':
+            # Copy the string literal verbatim, honouring escapes.  An
+            # unterminated literal is copied as-is for json to report.
+            k = j + 1
+            while True:
+                s = _STRING_SPECIAL_RE.search(text, k)
+                if s is None:
+                    k = n
+                    break
+                if text[s.start()] == "\\":
+                    k = s.start() + 2
+                    continue
+                k = s.end()
+                break
+            out.append(text[j:k])
+            i = k
+        elif text.startswith("//", j):
+            end = n
+            for terminator in ("\n", "\r"):
+                pos = text.find(terminator, j)
+                if pos != -1:
+                    end = min(end, pos)
+            i = end
+        elif text.startswith("/*", j):
+            end = text.find("*/", j + 2)
+            if end == -1:
+                raise SpecError(f"unterminated /* comment starting on line {_line_of(text, j)}")
+            out.append(" " + "\n" * text.count("\n", j, end))
+            i = end + 2
+        else:
+            # A lone '/' is not valid JSON; keep it so json reports it.
+            out.append("/")
+            i = j + 1
+    return "".join(out)
+
+
+def _duplicate_key_checker(source: str, warn: Warn) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """Return an ``object_pairs_hook`` that polices duplicate keys.
+
+    Upstream really ships duplicates (3.9.0 ``DescribeTopicPartitions*``
+    repeat ``"versions": "0+"``): a duplicate with an identical value is
+    reported and collapsed, a conflicting one is an error (ambiguous facts).
+    """
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in result:
+                name = dict(pairs).get("name")
+                where = f" in object {name!r}" if isinstance(name, str) else ""
+                if result[key] != value:
+                    raise SpecError(f"conflicting duplicate key {key!r}{where}: {result[key]!r} vs {value!r}")
+                warn(f"{source}: duplicate key {key!r}{where} with identical value (collapsed)")
+            result[key] = value
+        return result
+
+    return hook
+
+
+def load_kafka_json(text: str, *, source: str = "<string>", warn: Warn | None = None) -> dict[str, Any]:
+    """Parse one upstream Kafka message spec ("JSON with quirks").
+
+    Comments are stripped with :func:`strip_comments`, then the first JSON
+    value is decoded; it must be an object.  Anything but whitespace after it
+    (e.g. the stray ``}`` of Kafka 2.8's ``DescribeProducersRequest.json``) is
+    ignored and reported through ``warn``.  A repeated key is reported if both
+    values are equal and an error if they differ.
+
+    Args:
+        text: the file contents.
+        source: name used in warnings and error messages.
+        warn: warning sink; defaults to printing to stderr.
+
+    Raises:
+        SpecError: if the text is not a (quirky) JSON object.
+    """
+    report = warn if warn is not None else _stderr_warn
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    try:
+        stripped = strip_comments(text)
+    except SpecError as exc:
+        raise SpecError(f"{source}: {exc}") from None
+    decoder = json.JSONDecoder(object_pairs_hook=_duplicate_key_checker(source, report))
+    start = len(stripped) - len(stripped.lstrip())
+    try:
+        obj, end = decoder.raw_decode(stripped, start)
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{source}: invalid JSON: {exc}") from None
+    except SpecError as exc:
+        raise SpecError(f"{source}: {exc}") from None
+    if not isinstance(obj, dict):
+        raise SpecError(f"{source}: root is a JSON {type(obj).__name__}, not an object")
+    rest = stripped[end:]
+    if rest.strip():
+        offset = end + len(rest) - len(rest.lstrip())
+        snippet = rest.strip()[:40]
+        report(
+            f"{source}: ignoring trailing tokens after the root object"
+            f" (line {_line_of(stripped, offset)}): {snippet!r}"
+        )
+    return obj
+
+
+# --------------------------------------------------------------------------
+# Normalisation to facts-only canonical form
+# --------------------------------------------------------------------------
+
+
+def _normalise_tag(value: Any, where: str) -> int:
+    """Return a field tag as a non-negative int (upstream sometimes uses ``"0"``)."""
+    if isinstance(value, bool):
+        raise SpecError(f"{where}: tag must be an integer, got {value!r}")
+    if isinstance(value, int):
+        tag = value
+    elif isinstance(value, str) and _TAG_RE.fullmatch(value.strip()):
+        tag = int(value.strip())
+    else:
+        raise SpecError(f"{where}: tag must be an integer, got {value!r}")
+    if tag < 0:
+        raise SpecError(f"{where}: tag must be non-negative, got {tag}")
+    return tag
+
+
+def _normalise_fields(value: Any, where: str, source: str, warn: Warn) -> list[dict[str, Any]]:
+    """Normalise a ``fields`` / ``commonStructs`` list, preserving its order."""
+    if not isinstance(value, list):
+        raise SpecError(f"{where}: expected a list, got {type(value).__name__}")
+    return [
+        normalise_field(item, where=f"{where}[{index}]", source=source, warn=warn)
+        for index, item in enumerate(value)
+    ]
+
+
+def normalise_field(raw: Any, *, where: str, source: str, warn: Warn | None = None) -> dict[str, Any]:
+    """Return the facts-only, canonically ordered form of one field or common struct.
+
+    * ``about`` is dropped silently, other unknown keys with a warning;
+    * a string tag becomes an int;
+    * a tagged field without ``versions`` gets ``versions`` = ``taggedVersions``;
+    * nested ``fields`` are normalised recursively, order preserved.
+
+    Raises:
+        SpecError: if the field is not an object, has no string ``name``,
+            has an invalid tag, or has no ``versions`` at all.
+    """
+    report = warn if warn is not None else _stderr_warn
+    if not isinstance(raw, dict):
+        raise SpecError(f"{source}: {where}: expected an object, got {type(raw).__name__}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise SpecError(f"{source}: {where}: field without a name")
+    label = f"{where} ({name})"
+    for key in raw:
+        if key not in FIELD_KEYS and key not in DOC_KEYS:
+            report(f"{source}: unknown key {key!r} in {label} (dropped)")
+
+    facts: dict[str, Any] = {key: raw[key] for key in FIELD_KEYS if key in raw}
+    if "tag" in facts:
+        facts["tag"] = _normalise_tag(facts["tag"], f"{source}: {label}")
+        if "taggedVersions" not in facts:
+            raise SpecError(f"{source}: {label}: tagged field without taggedVersions")
+    elif "taggedVersions" in facts:
+        raise SpecError(f"{source}: {label}: taggedVersions without a tag")
+    if "versions" not in facts:
+        if "taggedVersions" not in facts:
+            raise SpecError(f"{source}: {label}: field without versions")
+        facts["versions"] = facts["taggedVersions"]
+    if "fields" in facts:
+        facts["fields"] = _normalise_fields(facts["fields"], f"{label}.fields", source, report)
+    return {key: facts[key] for key in FIELD_KEYS if key in facts}
+
+
+def normalise_message(
+    raw: Mapping[str, Any], *, source: str = "<string>", warn: Warn | None = None
+) -> dict[str, Any]:
+    """Return the facts-only, canonically ordered form of one message spec.
+
+    Message-level keys are kept in :data:`MESSAGE_KEYS` order; ``about`` is
+    dropped silently and unknown keys with a warning.  ``fields`` and
+    ``commonStructs`` are normalised with :func:`normalise_field`.
+
+    Raises:
+        SpecError: on structural problems (see :func:`normalise_field`).
+    """
+    report = warn if warn is not None else _stderr_warn
+    for key in raw:
+        if key not in MESSAGE_KEYS and key not in DOC_KEYS:
+            report(f"{source}: unknown message key {key!r} (dropped)")
+    if not isinstance(raw.get("name"), str):
+        raise SpecError(f"{source}: message without a name")
+    facts: dict[str, Any] = {key: raw[key] for key in MESSAGE_KEYS if key in raw}
+    for key in ("fields", "commonStructs"):
+        if key in facts:
+            facts[key] = _normalise_fields(facts[key], key, source, report)
+    return facts
+
+
+def render_json(obj: Any) -> bytes:
+    """Serialise ``obj`` exactly as all files under ``schemas/`` are written."""
+    return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+# --------------------------------------------------------------------------
+# Planning the output tree
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SpecSet:
+    """One input set: its name (= output directory) and source directory."""
+
+    name: str
+    directory: Path
+    source: str
+
+
+def _display_path(path: Path, root: Path) -> str:
+    """Return ``path`` relative to ``root`` (POSIX separators) for provenance."""
+    return Path(os.path.relpath(path, root)).as_posix()
+
+
+def plan_set(spec_set: SpecSet, root: Path, warn: Warn) -> tuple[dict[str, bytes], dict[str, Any]]:
+    """Import one set.
+
+    Returns:
+        ``(files, provenance)`` where ``files`` maps output file names inside
+        the set directory to their bytes and ``provenance`` is the set's
+        ``sets.json`` entry.
+
+    Raises:
+        SpecError: if the directory is missing/empty or a spec is invalid.
+    """
+    if not spec_set.directory.is_dir():
+        raise SpecError(f"set {spec_set.name}: {spec_set.directory} is not a directory")
+    inputs = sorted(p for p in spec_set.directory.glob("*.json") if p.is_file())
+    if not inputs:
+        raise SpecError(f"set {spec_set.name}: no *.json files in {spec_set.directory}")
+    files: dict[str, bytes] = {}
+    digests: dict[str, str] = {}
+    for path in inputs:
+        data = path.read_bytes()
+        source = f"{spec_set.name}/{path.name}"
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SpecError(f"{source}: not UTF-8: {exc}") from None
+        message = normalise_message(load_kafka_json(text, source=source, warn=warn), source=source, warn=warn)
+        if message["name"] != path.stem:
+            warn(f"{source}: message name {message['name']!r} differs from the file name")
+        files[path.name] = render_json(message)
+        digests[path.name] = hashlib.sha256(data).hexdigest()
+    provenance: dict[str, Any] = {
+        "name": spec_set.name,
+        "dir": spec_set.name,
+        "source": spec_set.source,
+        "imported_from": _display_path(spec_set.directory, root),
+        "files": len(files),
+        "sha256": digests,
+    }
+    return files, provenance
+
+
+def plan(sets: Sequence[SpecSet], root: Path, warn: Warn) -> dict[str, bytes]:
+    """Return the complete output tree as ``{relative POSIX path: bytes}``."""
+    tree: dict[str, bytes] = {}
+    provenance: list[dict[str, Any]] = []
+    for spec_set in sets:
+        files, entry = plan_set(spec_set, root, warn)
+        tree.update({f"{spec_set.name}/{name}": data for name, data in files.items()})
+        provenance.append(entry)
+    tree[SETS_FILE] = render_json(provenance)
+    return tree
+
+
+def _existing_files(out: Path, sets: Sequence[SpecSet], warn: Warn) -> dict[str, Path]:
+    """Return the files currently owned by the importer under ``out``.
+
+    Those are ``sets.json`` and every regular file directly inside a set
+    directory.  Subdirectories inside a set directory, and directories in
+    ``out`` that belong to no current set, are reported but never touched.
+    """
+    found: dict[str, Path] = {}
+    if (out / SETS_FILE).is_file():
+        found[SETS_FILE] = out / SETS_FILE
+    for spec_set in sets:
+        set_dir = out / spec_set.name
+        if not set_dir.is_dir():
+            continue
+        for entry in sorted(set_dir.iterdir()):
+            if entry.is_file() or entry.is_symlink():
+                found[f"{spec_set.name}/{entry.name}"] = entry
+            else:
+                warn(f"unexpected directory {entry} left untouched")
+    if out.is_dir():
+        names = {s.name for s in sets}
+        for entry in sorted(out.iterdir()):
+            if entry.is_dir() and entry.name not in names:
+                warn(f"{entry} belongs to no current set (left untouched)")
+    return found
+
+
+def diff_tree(tree: Mapping[str, bytes], existing: Mapping[str, Path]) -> list[str]:
+    """Return human-readable differences between the plan and the disk."""
+    changes: list[str] = []
+    for rel, data in sorted(tree.items()):
+        path = existing.get(rel)
+        if path is None:
+            changes.append(f"new: {rel}")
+        elif path.is_symlink() or path.read_bytes() != data:
+            changes.append(f"changed: {rel}")
+    changes.extend(f"stale: {rel}" for rel in sorted(set(existing) - set(tree)))
+    return changes
+
+
+def write_tree(out: Path, tree: Mapping[str, bytes], existing: Mapping[str, Path]) -> int:
+    """Write ``tree`` under ``out`` and delete stale files; return #files changed."""
+    changed = 0
+    for rel, data in sorted(tree.items()):
+        target = out / rel
+        if rel in existing and not target.is_symlink() and target.read_bytes() == data:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+        changed += 1
+    for rel in sorted(set(existing) - set(tree)):
+        existing[rel].unlink()
+        changed += 1
+    return changed
+
+
+# --------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------
+
+
+def _resolve(path: str, root: Path) -> Path:
+    """Resolve a CLI path against ``root`` (absolute paths are kept)."""
+    return (root / path).resolve()
+
+
+def _split_assignment(value: str, option: str) -> tuple[str, str]:
+    """Split ``NAME=VALUE`` for ``--set`` / ``--source``."""
+    name, sep, rest = value.partition("=")
+    if not sep or not name or not rest:
+        raise SpecError(f"{option} expects NAME=VALUE, got {value!r}")
+    return name, rest
+
+
+def parse_sets(
+    set_args: Sequence[str] | None, source_args: Sequence[str] | None, root: Path, warn: Warn
+) -> list[SpecSet]:
+    """Build the ordered :class:`SpecSet` list from ``--set`` / ``--source`` values."""
+    pairs = [_split_assignment(v, "--set") for v in set_args] if set_args else list(DEFAULT_SETS)
+    sources = dict(KNOWN_SOURCES)
+    for value in source_args or ():
+        name, text = _split_assignment(value, "--source")
+        sources[name] = text
+    result: list[SpecSet] = []
+    seen: set[str] = set()
+    for name, directory in pairs:
+        if not _SET_NAME_RE.fullmatch(name) or name in (".", ".."):
+            raise SpecError(f"invalid set name {name!r}")
+        if name == Path(SETS_FILE).stem or name in seen:
+            raise SpecError(f"set name {name!r} is reserved or given twice")
+        seen.add(name)
+        source = sources.get(name)
+        if source is None:
+            source = f"unspecified (imported from {directory})"
+            warn(f"no --source given for set {name!r}; recording {source!r}")
+        result.append(SpecSet(name=name, directory=_resolve(directory, root), source=source))
+    return result
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the CLI argument parser."""
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n", 1)[0] if __doc__ else None,
+        epilog=f"Relative paths are resolved against the repository root ({REPO_ROOT}).",
+    )
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        metavar="NAME=DIR",
+        help="an input set, repeatable, oldest (lowest priority) first; default: "
+        + " ".join(f"{n}={d}" for n, d in DEFAULT_SETS),
+    )
+    parser.add_argument(
+        "--source",
+        action="append",
+        metavar="NAME=TEXT",
+        help="provenance text recorded in sets.json for set NAME",
+    )
+    parser.add_argument("--out", default=DEFAULT_OUT, help=f"output directory (default: {DEFAULT_OUT})")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if the output directory would change",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, root: Path = REPO_ROOT) -> int:
+    """Run the importer; return the process exit status.
+
+    Exit status: 0 on success (or no drift with ``--check``), 1 if ``--check``
+    found drift, 2 on invalid input.
+    """
+    args = build_parser().parse_args(argv)
+    warn = _stderr_warn
+    try:
+        sets = parse_sets(args.sets, args.source, root, warn)
+        out = _resolve(args.out, root)
+        tree = plan(sets, root, warn)
+    except SpecError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    existing = _existing_files(out, sets, warn)
+    if args.check:
+        changes = diff_tree(tree, existing)
+        for change in changes:
+            print(change)
+        if changes:
+            print(
+                f"{len(changes)} file(s) out of date under {out}; run tools/import_specs.py to regenerate",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"{out} is up to date ({len(tree)} files)")
+        return 0
+    changed = write_tree(out, tree, existing)
+    print(f"wrote {out}: {len(tree)} files, {changed} changed or removed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
