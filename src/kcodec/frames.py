@@ -1,0 +1,161 @@
+"""Frames as they travel on a socket: int32 size + header + body.
+
+The header version follows Kafka's rules (``ApiMessageType.requestHeaderVersion/responseHeaderVersion``):
+ApiVersionsResponse always uses response header v0 and ControlledShutdownRequest v0 request header v0.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+from kcodec.codec import Diagnostic, as_buffer, decode_at, encode_into, message_class
+from kcodec.errors import DecodeError, TrailingBytesError, UnsupportedVersionError
+from kcodec.model import Message
+from kcodec.registry import api
+
+_SIZE = struct.Struct(">i")
+_KEY_VERSION = struct.Struct(">hh")
+
+
+@dataclass(slots=True)
+class RequestFrame:
+    """A decoded request frame."""
+
+    api_key: int
+    api_version: int
+    header_version: int
+    header: Message
+    body: Message
+    size: int
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def correlation_id(self) -> int:
+        return int(self.header.correlation_id)  # type: ignore[attr-defined]
+
+
+@dataclass(slots=True)
+class ResponseFrame:
+    """A decoded response frame."""
+
+    api_key: int
+    api_version: int
+    header_version: int
+    header: Message
+    body: Message
+    size: int
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def correlation_id(self) -> int:
+        return int(self.header.correlation_id)  # type: ignore[attr-defined]
+
+
+def _framed(out: bytearray) -> bytes:
+    out[0:4] = _SIZE.pack(len(out) - 4)
+    return bytes(out)
+
+
+def encode_request(
+    body: Message,
+    version: int,
+    *,
+    correlation_id: int,
+    client_id: str | None = "kcodec",
+    header: Message | None = None,
+) -> bytes:
+    """A complete request frame for ``body`` at ``version`` (header built unless ``header`` is given)."""
+    info = api(type(body).MESSAGE_NAME)
+    hv = info.request_header_version(version)
+    if header is None:
+        header = message_class("RequestHeader")(
+            request_api_key=info.key, request_api_version=version,  # type: ignore[call-arg]
+            correlation_id=correlation_id, client_id=client_id,
+        )
+    out = bytearray(4)
+    encode_into(header, hv, out)
+    encode_into(body, version, out)
+    return _framed(out)
+
+
+def encode_response(
+    body: Message, version: int, *, correlation_id: int, header: Message | None = None
+) -> bytes:
+    """A complete response frame for ``body`` at ``version``."""
+    info = api(type(body).MESSAGE_NAME)
+    hv = info.response_header_version(version)
+    if header is None:
+        header = message_class("ResponseHeader")(correlation_id=correlation_id)  # type: ignore[call-arg]
+    out = bytearray(4)
+    encode_into(header, hv, out)
+    encode_into(body, version, out)
+    return _framed(out)
+
+
+def _frame_body(data: Any) -> tuple[bytes | bytearray | memoryview, int]:
+    buf = as_buffer(data)
+    if len(buf) < 4:
+        raise DecodeError(f"a frame needs a 4-byte size prefix, got {len(buf)} bytes", 0, "frame")
+    (size,) = _SIZE.unpack_from(buf, 0)
+    if size < 0:
+        raise DecodeError(f"negative frame size {size}", 0, "frame.size")
+    if 4 + size > len(buf):
+        raise DecodeError(f"frame claims {size} bytes but only {len(buf) - 4} follow", 0, "frame.size")
+    if 4 + size < len(buf):
+        raise TrailingBytesError(f"{len(buf) - 4 - size} bytes after the frame", 4 + size, "frame")
+    return memoryview(buf)[4 : 4 + size], size
+
+
+def _finish(name: str, version: int, body: Any, pos: int, strict: bool, diags: list[Diagnostic]) -> Message:
+    obj, end = decode_at(name, version, body, pos)
+    if end != len(body):
+        reason = f"{len(body) - end} trailing bytes after {name} v{version}"
+        if strict:
+            raise TrailingBytesError(reason, end + 4, name)
+        diags.append(Diagnostic(name, version, end + 4, reason))
+    return obj
+
+
+def decode_request(data: Any, *, strict: bool = True) -> RequestFrame:
+    """Decode a request frame; api key and version come from its header, the header version from them."""
+    body, size = _frame_body(data)
+    if size < 4:
+        raise DecodeError("a request header needs at least 4 bytes (api key and version)", 4, "RequestHeader")
+    key, version = _KEY_VERSION.unpack_from(body, 0)
+    try:
+        info = api(key)
+        hv = info.request_header_version(version)
+    except (KeyError, UnsupportedVersionError) as e:
+        raise UnsupportedVersionError(f"cannot decode request with api key {key} version {version}: {e}") from None
+    try:
+        header, pos = decode_at("RequestHeader", hv, body)
+    except DecodeError as e:
+        e.offset += 4
+        raise
+    diags: list[Diagnostic] = []
+    obj = _offset(lambda: _finish(info.request, version, body, pos, strict, diags))
+    return RequestFrame(key, version, hv, header, obj, size, diags)
+
+
+def decode_response(data: Any, api_key: int, api_version: int, *, strict: bool = True) -> ResponseFrame:
+    """Decode a response frame to a request of ``api_key`` at ``api_version``."""
+    body, size = _frame_body(data)
+    info = api(api_key)
+    hv = info.response_header_version(api_version)
+    header, pos = _offset(lambda: decode_at("ResponseHeader", hv, body))
+    diags: list[Diagnostic] = []
+    obj = _offset(lambda: _finish(info.response, api_version, body, pos, strict, diags))
+    return ResponseFrame(api_key, api_version, hv, header, obj, size, diags)
+
+
+def _offset(fn: Any) -> Any:
+    """Run a body/header decode and make error offsets relative to the whole frame (size prefix incl.)."""
+    try:
+        return fn()
+    except TrailingBytesError:
+        raise
+    except DecodeError as e:
+        e.offset += 4
+        raise
