@@ -20,6 +20,7 @@ class ApiRow:
     name: str
     request: MergedMessage
     response: MergedMessage
+    aliases: tuple[str, ...] = ()  # older message names of a renamed API (e.g. ListClientMetricsResources)
 
     @property
     def versions(self) -> tuple[int, int]:
@@ -57,16 +58,28 @@ class ApiRow:
         return list(self.request.newest.listeners)
 
 
-def api_rows(messages: list[MergedMessage]) -> list[ApiRow]:
-    requests = {m.api_key: m for m in messages if m.kind == "request"}
-    responses = {m.api_key: m for m in messages if m.kind == "response"}
+def api_rows(messages: list[MergedMessage], set_order: list[str]) -> list[ApiRow]:
+    """One row per API key. When a newer set renamed an API (same key, new message names), the
+    newest name wins and the older message names become aliases (their codecs stay available)."""
+    rank = {name: i for i, name in enumerate(set_order)}
+
+    def newest(cands: list[MergedMessage]) -> MergedMessage:
+        return max(cands, key=lambda m: (rank.get(m.newest.source, -1), m.versions.highest))
+
+    by_kind: dict[str, dict[int, list[MergedMessage]]] = {"request": {}, "response": {}}
+    for m in messages:
+        if m.kind in by_kind and m.api_key is not None:
+            by_kind[m.kind].setdefault(m.api_key, []).append(m)
     rows = []
-    for key in sorted(k for k in requests if k is not None):
-        req, resp = requests[key], responses[key]
+    for key in sorted(by_kind["request"]):
+        reqs, resps = by_kind["request"][key], by_kind["response"].get(key, [])
+        if not resps:
+            raise ValueError(f"api key {key} has a request spec but no response spec")
+        req, resp = newest(reqs), newest(resps)
         if req.versions != resp.versions:
             raise ValueError(f"{req.name} versions {req.versions} differ from {resp.name} {resp.versions}")
-        name = req.name[: -len("Request")]
-        rows.append(ApiRow(key, name, req, resp))
+        aliases = tuple(sorted(m.name for m in reqs + resps if m not in (req, resp)))
+        rows.append(ApiRow(key, req.name[: -len("Request")], req, resp, aliases))
     return rows
 
 
@@ -74,7 +87,7 @@ def render_index(
     env: jinja2.Environment, messages: list[MergedMessage], sources: list[str], sets: list[dict[str, object]]
 ) -> str:
     rows = []
-    for row in api_rows(messages):
+    for row in api_rows(messages, [str(s["name"]) for s in sets]):
         lo, hi = row.versions
         vs = range(lo, hi + 1)
         rows.append({
@@ -91,6 +104,7 @@ def render_index(
             "deprecated": row.deprecated(),
             "unstable": row.unstable(),
             "listeners": row.listeners(),
+            "aliases": list(row.aliases),
         })
     table = [
         {"name": m.name, "module": module_name(m.name), "kind": m.kind, "api_key": m.api_key,

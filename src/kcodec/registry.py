@@ -26,6 +26,7 @@ class ApiInfo:
     deprecated_versions: tuple[int, ...]
     unstable_versions: tuple[int, ...]
     listeners: tuple[str, ...]
+    aliases: tuple[str, ...] = ()  # message names this API had before a rename
 
     @property
     def versions(self) -> range:
@@ -97,10 +98,13 @@ def _table() -> tuple[dict[int, ApiInfo], dict[str, ApiInfo]]:
             flexible_from=row["flexible_from"], request_headers=row["request_headers"],
             response_headers=row["response_headers"], deprecated_versions=tuple(row["deprecated"]),
             unstable_versions=tuple(row["unstable"]), listeners=tuple(row["listeners"]),
+            aliases=tuple(row["aliases"]),
         )
         by_key[info.key] = info
-        for alias in (info.name, info.request, info.response, info.name.lower()):
+        for alias in (info.name, info.request, info.response, info.name.lower(), *info.aliases):
             by_name[alias] = info
+            if alias.endswith("Request"):
+                by_name[alias[: -len("Request")]] = info
     return by_key, by_name
 
 
