@@ -83,7 +83,7 @@ class RenderContext:
             return v.size
         if v.kind == "struct":
             assert v.struct is not None
-            return max(v.struct.min_size, 1)
+            return v.struct.min_size
         return 1 if v.compact else (2 if v.kind == "string" else 4)
 
     @staticmethod

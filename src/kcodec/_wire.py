@@ -53,16 +53,17 @@ def short(pos: int, need: int, blen: int) -> DecodeError:
     return DecodeError(f"needs {need} bytes but only {max(blen - pos, 0)} remain", pos)
 
 
-def bad_count(pos: int, count: int, min_size: int, blen: int) -> DecodeError:
+def bad_count(pos: int, count: int, size: int, blen: int) -> DecodeError:
+    """An array count that the remaining bytes cannot hold (checked before anything is allocated)."""
     return DecodeError(
-        f"count {count} cannot fit: {count} elements of at least {min_size} bytes each exceed the "
-        f"{max(blen - pos, 0)} bytes that remain",
+        f"array count {count} cannot fit: elements of {size} bytes overrun the buffer, "
+        f"{max(blen - pos, 0)} bytes remain here",
         pos,
     )
 
 
-def null_error(pos: int) -> DecodeError:
-    return DecodeError("null (length -1) for a field that is not nullable at this version", pos)
+def null_error(pos: int, length: int) -> DecodeError:
+    return DecodeError(f"null (length {length}) for a field that is not nullable at this version", pos)
 
 
 def bad_length(pos: int, length: int) -> DecodeError:
