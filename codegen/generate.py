@@ -11,8 +11,12 @@ from pathlib import Path
 from codegen.merge import MergedMessage, merge_message
 from codegen.registry import render_index
 from codegen.render import environment, module_name, render_message
+from codegen.render_construct import render_construct, render_construct_index
 from codegen.spec.loader import load_sets, load_specs
 from codegen.spec.messages import MessageSpec
+
+#: subpackage of the generated package holding the construct definitions (kcodec.construct_backend).
+CONSTRUCT_PACKAGE = "construct_"
 
 
 def merged_messages(schemas_dir: Path) -> tuple[list[MergedMessage], dict[str, str]]:
@@ -35,12 +39,21 @@ def generate_package(schemas_dir: Path, out_dir: Path) -> None:
     messages, source_dirs = merged_messages(Path(schemas_dir))
     env = environment()
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     wanted: dict[str, str] = {}
+    constructs: dict[str, str] = {}  # the construct backend, in the construct_ subpackage
     for merged in messages:
         files = {s.source: f"{source_dirs[s.source]}/{merged.name}.json" for s in merged.specs}
         wanted[f"{module_name(merged.name)}.py"] = render_message(env, merged, files)
+        constructs[f"{module_name(merged.name)}.py"] = render_construct(env, merged, files)
     wanted["__init__.py"] = render_index(env, messages, sorted(source_dirs.values()), _sets_json(schemas_dir))
+    constructs["__init__.py"] = render_construct_index(env, sorted(source_dirs.values()))
+    _write(out_dir, wanted)
+    _write(out_dir / CONSTRUCT_PACKAGE, constructs)
+
+
+def _write(out_dir: Path, wanted: dict[str, str]) -> None:
+    """Make ``out_dir``'s modules exactly ``wanted``: drop stale ones, rewrite only changed ones."""
+    out_dir.mkdir(parents=True, exist_ok=True)
     for path in out_dir.glob("*.py"):
         if path.name not in wanted:
             path.unlink()
@@ -61,7 +74,9 @@ def _sets_json(schemas_dir: Path) -> list[dict[str, object]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Generate kcodec codecs from Kafka JSON specs.")
-    parser.add_argument("--specs", type=Path, required=True, help="schemas folder (sets.json + one folder per set)")
+    parser.add_argument(
+        "--specs", type=Path, required=True, help="schemas folder (sets.json + one folder per set)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="output package folder")
     args = parser.parse_args(argv)
     generate_package(args.specs, args.out)

@@ -24,7 +24,7 @@ class MergedField:
 
     attr: str
     spec: FieldSpec
-    struct: "MergedStruct | None" = None
+    struct: MergedStruct | None = None
 
 
 @dataclass(slots=True)
@@ -73,7 +73,8 @@ def merge_message(specs_oldest_first: list[MessageSpec]) -> MergedMessage:
         if (s.kind, s.api_key) != (first.kind, first.api_key):
             raise SpecError(
                 f"{s.source}/{s.name}.json",
-                f"type/apiKey ({s.kind}, {s.api_key}) differ from {first.source} ({first.kind}, {first.api_key})",
+                f"type/apiKey ({s.kind}, {s.api_key}) differ from {first.source} "
+                f"({first.kind}, {first.api_key})",
             )
     owners: dict[int, MessageSpec] = {}
     for s in newest_first:

@@ -28,8 +28,8 @@ class ValuePlan:
     size: int
     nullable: bool
     compact: bool
-    struct: "StructPlan | None" = None
-    element: "ValuePlan | None" = None
+    struct: StructPlan | None = None
+    element: ValuePlan | None = None
 
 
 @dataclass(frozen=True, slots=True)

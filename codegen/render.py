@@ -267,7 +267,7 @@ def render_message(env: jinja2.Environment, merged: MergedMessage, source_files:
 def _ranges(versions: list[int]) -> str:
     out: list[str] = []
     start = prev = versions[0]
-    for v in versions[1:] + [-1]:
+    for v in [*versions[1:], -1]:
         if v == prev + 1:
             prev = v
             continue

@@ -34,10 +34,10 @@ class FieldSpec:
     entity_type: str | None
     flexible_versions: Versions | None
     zero_copy: bool
-    fields: tuple["FieldSpec", ...] | None
+    fields: tuple[FieldSpec, ...] | None
 
     @staticmethod
-    def from_json(obj: Any, where: str) -> "FieldSpec":
+    def from_json(obj: Any, where: str) -> FieldSpec:
         """Build a field from its spec object; ``where`` names the file and parent path for errors."""
         if not isinstance(obj, dict):
             raise SpecError(where, f"a field must be a JSON object, not {type(obj).__name__}")

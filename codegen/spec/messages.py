@@ -35,7 +35,7 @@ class MessageSpec:
     source: str = ""
 
     @staticmethod
-    def from_json(obj: Any, where: str) -> "MessageSpec":
+    def from_json(obj: Any, where: str) -> MessageSpec:
         """Validate a facts-only spec object (as written by tools/import_specs.py)."""
         if not isinstance(obj, dict):
             raise SpecError(where, "a spec must be a JSON object")

@@ -71,7 +71,9 @@ class StructRegistry:
         try:
             return self._structs[name]
         except KeyError:
-            raise SpecError(where, f"unknown type {name!r}: no inline or common struct of that name") from None
+            raise SpecError(where, f"unknown type {name!r}: no inline or common struct of that name") from (
+                None
+            )
 
     def is_common(self, name: str) -> bool:
         return name in self._common

@@ -36,12 +36,12 @@ class FieldType:
 
     text: str
     is_array: bool
-    element: "FieldType | None"
+    element: FieldType | None
     primitive: str | None
     struct_name: str | None
 
     @staticmethod
-    def parse(text: str) -> "FieldType":
+    def parse(text: str) -> FieldType:
         """Parse ``text``; raise ``ValueError`` for a type Kafka's generator would not know."""
         if not isinstance(text, str) or not text:
             raise ValueError(f"type must be a non-empty string, not {text!r}")

@@ -50,7 +50,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from kcodec import strategies
+    from kcodec import strategies as strategies
     from kcodec.codec import decode, encode, message_class
     from kcodec.construct_backend import construct_schema
     from kcodec.frames import decode_request, decode_response, encode_request, encode_response

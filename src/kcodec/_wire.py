@@ -80,7 +80,8 @@ def decode_failure(exc: BaseException, segment: Any, pos: int, blen: int, index:
         offset = pos
         for attr, size, _fmt in segment:
             if offset + size > blen:
-                return DecodeError(f"needs {size} bytes but only {max(blen - offset, 0)} remain", offset, attr)
+                remain = max(blen - offset, 0)
+                return DecodeError(f"needs {size} bytes but only {remain} remain", offset, attr)
             offset += size
         segment = segment[0][0]
     if isinstance(segment, str) and segment.endswith("[]"):

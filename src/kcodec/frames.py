@@ -128,7 +128,9 @@ def decode_request(data: Any, *, strict: bool = True) -> RequestFrame:
         info = api(key)
         hv = info.request_header_version(version)
     except (KeyError, UnsupportedVersionError) as e:
-        raise UnsupportedVersionError(f"cannot decode request with api key {key} version {version}: {e}") from None
+        raise UnsupportedVersionError(
+            f"cannot decode request with api key {key} version {version}: {e}"
+        ) from None
     try:
         header, pos = decode_at("RequestHeader", hv, body)
     except DecodeError as e:

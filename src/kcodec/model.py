@@ -68,7 +68,8 @@ class Struct:
         for name in self._fields_:
             if getattr(self, name) != getattr(other, name):
                 return False
-        return (self._unknown_tagged_fields or None) == (other._unknown_tagged_fields or None)  # type: ignore[attr-defined]
+        theirs = other._unknown_tagged_fields
+        return (self._unknown_tagged_fields or None) == (theirs or None)
 
     __hash__ = None  # type: ignore[assignment]  # mutable
 

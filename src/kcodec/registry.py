@@ -114,7 +114,8 @@ def api(name_or_key: str | int) -> ApiInfo:
     if isinstance(name_or_key, int) and not isinstance(name_or_key, bool):
         found = by_key.get(name_or_key)
     else:
-        found = by_name.get(name_or_key) or by_name.get(str(name_or_key).lower())
+        key = str(name_or_key)
+        found = by_name.get(key) or by_name.get(key.lower())
     if found is None:
         raise UnknownMessageError(f"no API {name_or_key!r}")
     return found
