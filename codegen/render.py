@@ -62,6 +62,13 @@ class RenderContext:
     function_ids: dict[StructPlan, str]
     formats: dict[str, str] = field(default_factory=dict)
     run_infos: dict[str, str] = field(default_factory=dict)
+    array_tables: dict[str, str] = field(default_factory=dict)
+
+    def array_table(self, fmt: str) -> str:
+        """A module constant: ``struct.Struct`` objects for 0..31 elements of ``fmt`` (small arrays)."""
+        if fmt not in self.array_tables:
+            self.array_tables[fmt] = f"_A_{ {'?': 'bool'}.get(fmt, fmt)}"
+        return self.array_tables[fmt]
 
     def fmt(self, fmt: str) -> str:
         if fmt not in self.formats:
@@ -256,11 +263,13 @@ def render_message(env: jinja2.Environment, merged: MergedMessage, source_files:
         "ctx": ctx,
         "formats": [],
         "run_infos": [],
+        "array_tables": [],
     }
     template = env.get_template("message.py.j2")
     template.render(**context)  # first pass registers struct formats and run descriptions
     context["formats"] = list(ctx.formats.items())
     context["run_infos"] = list(ctx.run_infos.items())
+    context["array_tables"] = list(ctx.array_tables.items())
     return tidy(template.render(**context))
 
 
