@@ -1,0 +1,66 @@
+"""Kafka record batches: read (``iter_batches``) and build (``build_batch``) the bytes of ``records``.
+
+Magic 2 record batches (CRC32C-checked) and magic 0/1 message sets, uncompressed or compressed with
+gzip, snappy (xerial framing), lz4 (frame format) or zstd::
+
+    from kcodec.records import iter_batches, build_batch, NewRecord
+
+    data = build_batch([NewRecord(b"v", key=b"k", headers=[("h", b"1")], timestamp=1700000000000)],
+                       compression="zstd", base_offset=42)
+    batches = iter_batches(data)          # lazy: headers only
+    for batch in batches:
+        for record in batch.records():    # decompress + parse on demand
+            print(record.offset, record.key, record.value, record.headers)
+    batches.truncated_bytes               # > 0 if the buffer ended inside a batch (Fetch max_bytes)
+
+Errors are ``kcodec.errors.DecodeError`` subclasses from ``kcodec.records.errors``.
+"""
+
+from __future__ import annotations
+
+from kcodec.records.base import Batch
+from kcodec.records.batch import RecordBatch, parse_control_record
+from kcodec.records.builder import build_batch, build_control_batch
+from kcodec.records.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
+from kcodec.records.errors import (
+    CorruptRecordError,
+    CrcMismatchError,
+    DecompressedSizeError,
+    DecompressionError,
+    UnsupportedCompressionError,
+)
+from kcodec.records.legacy import LegacyBatch
+from kcodec.records.model import (
+    Compression,
+    ControlRecord,
+    ControlType,
+    Header,
+    NewRecord,
+    Record,
+    TimestampType,
+)
+from kcodec.records.reader import RecordBatches, iter_batches
+
+__all__ = [
+    "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "Batch",
+    "Compression",
+    "ControlRecord",
+    "ControlType",
+    "CorruptRecordError",
+    "CrcMismatchError",
+    "DecompressedSizeError",
+    "DecompressionError",
+    "Header",
+    "LegacyBatch",
+    "NewRecord",
+    "Record",
+    "RecordBatch",
+    "RecordBatches",
+    "TimestampType",
+    "UnsupportedCompressionError",
+    "build_batch",
+    "build_control_batch",
+    "iter_batches",
+    "parse_control_record",
+]

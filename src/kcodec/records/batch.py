@@ -1,0 +1,290 @@
+"""Magic 2 record batches (``DefaultRecordBatch``): header, CRC32C check, lazy record parsing.
+
+Layout (big-endian): baseOffset int64, batchLength int32, partitionLeaderEpoch int32, magic int8,
+crc uint32 (CRC32C of everything after it), attributes int16, lastOffsetDelta int32, baseTimestamp
+int64, maxTimestamp int64, producerId int64, producerEpoch int16, baseSequence int32, recordCount
+int32, then the (possibly compressed) records.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+import crc32c
+
+from kcodec.errors import DecodeError
+from kcodec.records.base import Batch
+from kcodec.records.compression import CodecError, SizeLimitError, decompress
+from kcodec.records.errors import (
+    CorruptRecordError,
+    CrcMismatchError,
+    DecompressedSizeError,
+    DecompressionError,
+    UnsupportedCompressionError,
+)
+from kcodec.records.model import Compression, ControlRecord, ControlType, Record, TimestampType
+from kcodec.records.varint import read_varint, read_varlong
+
+HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE = HEADER.size  # 61
+CRC_START = 21  # attributes: the CRC covers from here to the end of the batch
+MIN_BATCH_LENGTH = HEADER_SIZE - 12
+
+ATTR_COMPRESSION_MASK = 0x07
+ATTR_TIMESTAMP_TYPE = 0x08
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+ATTR_DELETE_HORIZON = 0x40
+
+_CONTROL_KEY = struct.Struct(">hh")
+_TXN_MARKER_VALUE = struct.Struct(">hi")
+
+
+class RecordBatch(Batch):
+    """A magic 2 batch. See ``Batch`` for the common attributes."""
+
+    __slots__ = (
+        "_base_offset",
+        "_base_timestamp",
+        "_buf",
+        "_max_decompressed_size",
+        "attributes",
+        "last_offset_delta_",
+        "record_count",
+    )
+
+    _base_offset: int
+    _base_timestamp: int
+    _buf: memoryview
+    _max_decompressed_size: int
+    last_offset_delta_: int
+    attributes: int
+    record_count: int
+    """Records the header declares."""
+
+    def __init__(self, buf: memoryview, pos: int, end: int, *, verify_crc: bool, max_decompressed_size: int):
+        (
+            base_offset,
+            _length,
+            self.partition_leader_epoch,
+            self.magic,
+            self.crc,
+            attributes,
+            self.last_offset_delta_,
+            self._base_timestamp,
+            self.max_timestamp,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            self.record_count,
+        ) = HEADER.unpack_from(buf, pos)
+        self._base_offset = base_offset
+        self._buf = buf[pos:end]
+        self.position = pos
+        self.size = end - pos
+        self._max_decompressed_size = max_decompressed_size
+        self.attributes = attributes
+        if verify_crc:
+            computed = crc32c.crc32c(self._buf[CRC_START:])
+            if computed != self.crc:
+                raise CrcMismatchError(
+                    f"CRC32C mismatch (stored 0x{self.crc:08x}, computed 0x{computed:08x})",
+                    pos + 17,
+                    base_offset,
+                )
+        codec = Compression.from_id(attributes & ATTR_COMPRESSION_MASK)
+        if codec is None:
+            raise UnsupportedCompressionError(
+                f"unknown compression codec id {attributes & ATTR_COMPRESSION_MASK}",
+                pos + CRC_START,
+                base_offset,
+            )
+        self.compression = codec
+        self.timestamp_type = (
+            TimestampType.LOG_APPEND_TIME if attributes & ATTR_TIMESTAMP_TYPE else TimestampType.CREATE_TIME
+        )
+        self.is_transactional = bool(attributes & ATTR_TRANSACTIONAL)
+        self.is_control = bool(attributes & ATTR_CONTROL)
+        if self.record_count < 0:
+            raise CorruptRecordError(f"negative record count {self.record_count}", pos + 57, base_offset)
+
+    @property
+    def base_offset(self) -> int:
+        return self._base_offset
+
+    @property
+    def last_offset(self) -> int:
+        return self._base_offset + self.last_offset_delta_
+
+    @property
+    def last_offset_delta(self) -> int:
+        return self.last_offset_delta_
+
+    @property
+    def base_timestamp(self) -> int:
+        """The first record's timestamp (or the delete horizon, see ``delete_horizon_ms``)."""
+        return self._base_timestamp
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """KIP-534: set on compacted batches holding tombstones (then base_timestamp is this)."""
+        return self._base_timestamp if self.attributes & ATTR_DELETE_HORIZON else None
+
+    def records(self) -> Iterator[Record]:
+        body = self._buf[HEADER_SIZE:]
+        if self.compression is Compression.NONE:
+            data = bytes(body)
+            where = self.position + HEADER_SIZE
+            compressed = False
+        else:
+            try:
+                data = decompress(self.compression, body, self._max_decompressed_size)
+            except SizeLimitError as e:
+                raise DecompressedSizeError(str(e), self.position + HEADER_SIZE, self._base_offset) from None
+            except CodecError as e:
+                raise DecompressionError(str(e), self.position + HEADER_SIZE, self._base_offset) from None
+            where = self.position + HEADER_SIZE
+            compressed = True
+        log_append_time = self.max_timestamp if self.timestamp_type is TimestampType.LOG_APPEND_TIME else None
+        return _parse_records(
+            data,
+            self.record_count,
+            self._base_offset,
+            self._base_timestamp,
+            log_append_time,
+            where,
+            compressed,
+        )
+
+
+def _parse_records(
+    buf: bytes,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+    where: int,
+    compressed: bool,
+) -> Iterator[Record]:
+    """Yield ``count`` records from ``buf``; errors name byte ``where + pos`` (or the decompressed pos)."""
+    pos = 0
+    n = len(buf)
+    try:
+        for _ in range(count):
+            b = buf[pos] if pos < n else 0x80
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                length, pos = read_varint(buf, pos)
+            end = pos + length
+            if length < 0 or end > n:
+                raise DecodeError(f"record length {length} runs past the end of the batch", pos)
+            p = pos + 1  # attributes (unused)
+            b = buf[p]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                ts_delta, p = read_varlong(buf, p)
+            b = buf[p] if p < end else 0x80
+            if b < 0x80:
+                off_delta = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                off_delta, p = read_varint(buf, p)
+            b = buf[p] if p < end else 0x80
+            if b < 0x80:
+                klen = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                klen, p = read_varint(buf, p)
+            if klen < 0:
+                if klen != -1:
+                    raise DecodeError(f"invalid key length {klen}", p)
+                key = None
+            else:
+                if p + klen > end:
+                    raise DecodeError(f"key length {klen} runs past the end of the record", p)
+                key = buf[p : p + klen]
+                p += klen
+            b = buf[p] if p < end else 0x80
+            if b < 0x80:
+                vlen = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                vlen, p = read_varint(buf, p)
+            if vlen < 0:
+                if vlen != -1:
+                    raise DecodeError(f"invalid value length {vlen}", p)
+                value = None
+            else:
+                if p + vlen > end:
+                    raise DecodeError(f"value length {vlen} runs past the end of the record", p)
+                value = buf[p : p + vlen]
+                p += vlen
+            b = buf[p] if p < end else 0x80
+            if b < 0x80:
+                hcount = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                hcount, p = read_varint(buf, p)
+            headers: list[tuple[str, bytes | None]] = []
+            if hcount:
+                if hcount < 0:
+                    raise DecodeError(f"invalid header count {hcount}", p)
+                for _h in range(hcount):
+                    hklen, p = read_varint(buf, p)
+                    if hklen < 0 or p + hklen > end:
+                        raise DecodeError(f"invalid header key length {hklen}", p)
+                    try:
+                        hkey = buf[p : p + hklen].decode("utf-8")
+                    except UnicodeDecodeError:
+                        raise DecodeError("header key is not valid UTF-8", p) from None
+                    p += hklen
+                    hvlen, p = read_varint(buf, p)
+                    if hvlen < 0:
+                        if hvlen != -1:
+                            raise DecodeError(f"invalid header value length {hvlen}", p)
+                        headers.append((hkey, None))
+                    else:
+                        if p + hvlen > end:
+                            raise DecodeError(f"header value length {hvlen} runs past the end", p)
+                        headers.append((hkey, buf[p : p + hvlen]))
+                        p += hvlen
+            if p != end:
+                raise DecodeError(f"record length {length} does not match its content ({p - pos} bytes)", pos)
+            pos = end
+            yield Record(
+                base_offset + off_delta,
+                log_append_time if log_append_time is not None else base_timestamp + ts_delta,
+                key,
+                value,
+                headers,
+            )
+        if pos != n:
+            raise DecodeError(f"{n - pos} bytes left after the {count} records the header declares", pos)
+    except (DecodeError, IndexError) as e:
+        at = e.offset if isinstance(e, DecodeError) else pos
+        reason = e.reason if isinstance(e, DecodeError) else "record runs past the end of the batch"
+        if compressed:
+            raise CorruptRecordError(f"{reason} (at decompressed byte {at})", where, base_offset) from None
+        raise CorruptRecordError(reason, where + at, base_offset) from None
+
+
+def parse_control_record(record: Record) -> ControlRecord:
+    """Read the marker in a control batch's record (key: version, type; value: version, epoch)."""
+    if record.key is None or len(record.key) < 4:
+        raise CorruptRecordError("control record key is missing or shorter than 4 bytes", 0, record.offset)
+    version, ctype = _CONTROL_KEY.unpack_from(record.key)
+    try:
+        kind: ControlType | int = ControlType(ctype)
+    except ValueError:
+        kind = ctype
+    epoch = -1
+    if kind in (ControlType.ABORT, ControlType.COMMIT):
+        if record.value is None or len(record.value) < 6:
+            raise CorruptRecordError("transaction marker value is missing or too short", 0, record.offset)
+        _v, epoch = _TXN_MARKER_VALUE.unpack_from(record.value)
+    return ControlRecord(kind, epoch, version)
