@@ -1,0 +1,409 @@
+"""A second, independent codec: every message version as a ``construct`` definition.
+
+The generator emits one module per message into ``kcodec._generated.construct_`` (``SCHEMAS =
+{version: <construct>}``), built from the same per-version plans as the fast codec but only out of
+construct primitives (``Int32sb``, ``VarInt``, ``PascalString``, ``Prefixed``, ``PrefixedArray``,
+``Struct`` ...) and the few Kafka-specific pieces defined here:
+
+* length prefixes: ``LEN16``/``LEN32`` (signed int16/int32) and ``COMPACT`` (unsigned varint holding
+  ``length + 1``), all three giving ``-1`` for null;
+* ``KafkaString``/``KafkaBytes``/``KafkaArray``: length- or count-prefixed values, ``None`` when nullable;
+* ``NullableStruct``: an int8 marker (-1 null, 1 present) before a struct;
+* ``Flexible``/``TaggedField``: a struct followed by the tagged-field section of flexible versions.
+
+A parsed message is a ``construct.Container`` keyed by the snake_case attribute names of the fields
+present at the version (tagged ones included, with their defaults when absent on the wire); structs
+of flexible versions also carry ``unknown_tagged_fields``, a list of ``(tag, raw bytes)``.
+``to_container`` and ``from_container`` convert between these and kcodec's message objects.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import io
+from typing import Any
+
+from construct import (
+    Adapter,
+    Construct,
+    Container,
+    GreedyBytes,
+    Int8sb,
+    Int16sb,
+    Int32sb,
+    ListContainer,
+    PascalString,
+    Prefixed,
+    PrefixedArray,
+    SizeofError,
+    Subconstruct,
+    ValidationError,
+    VarInt,
+    stream_read,
+    stream_seek,
+    stream_tell,
+    stream_write,
+)
+
+from kcodec.errors import UnknownMessageError, UnsupportedVersionError
+from kcodec.model import Struct, Uuid
+from kcodec.schema import FieldInfo, MessageInfo
+
+__all__ = [
+    "COMPACT",
+    "LEN16",
+    "LEN32",
+    "UNKNOWN_TAGGED_FIELDS",
+    "CompactLength",
+    "Flexible",
+    "KafkaArray",
+    "KafkaBytes",
+    "KafkaString",
+    "Nullable",
+    "NullableStruct",
+    "TaggedField",
+    "construct_schema",
+    "from_container",
+    "to_container",
+]
+
+GENERATED = "kcodec._generated"
+#: the Container key holding a flexible struct's unknown tagged fields, as ``(tag, bytes)`` pairs.
+UNKNOWN_TAGGED_FIELDS = "unknown_tagged_fields"
+
+
+# --- length prefixes ---------------------------------------------------------------------------------
+
+
+class CompactLength(Adapter):  # type: ignore[misc]
+    """Kafka's compact length or count: an unsigned varint holding ``n + 1`` (0 stands for null, -1)."""
+
+    def __init__(self) -> None:
+        super().__init__(VarInt)
+
+    def _decode(self, obj: int, context: Any, path: str) -> int:
+        return obj - 1
+
+    def _encode(self, obj: int, context: Any, path: str) -> int:
+        return obj + 1
+
+
+#: int16 length (strings), int32 length (bytes, records) or count (arrays), compact length or count.
+LEN16: Construct = Int16sb
+LEN32: Construct = Int32sb
+COMPACT: Construct = CompactLength()
+
+
+# --- nullable values ---------------------------------------------------------------------------------
+
+
+class Nullable(Subconstruct):  # type: ignore[misc]
+    """``None`` when the length/count prefix is -1, else ``subcon`` (which reads the prefix again).
+
+    Parsing peeks at the prefix, so the stream must be seekable (``parse(bytes)`` always is).
+    """
+
+    def __init__(self, prefix: Construct, subcon: Construct) -> None:
+        super().__init__(subcon)
+        self.prefix = prefix
+        self.flagbuildnone = False
+
+    def _parse(self, stream: Any, context: Any, path: str) -> Any:
+        start = stream_tell(stream, path)
+        n = self.prefix._parsereport(stream, context, path)
+        if n == -1:
+            return None
+        if n < -1:
+            raise ValidationError(f"invalid length {n}", path=path)
+        stream_seek(stream, start, 0, path)
+        return self.subcon._parsereport(stream, context, path)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        if obj is None:
+            self.prefix._build(-1, stream, context, path)
+            return None
+        return self.subcon._build(obj, stream, context, path)
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise SizeofError("a nullable value has no fixed size", path=path)
+
+
+def KafkaString(prefix: Construct, nullable: bool = False) -> Construct:
+    """A UTF-8 string after an int16 or compact length; ``None`` for length -1 if ``nullable``."""
+    body = PascalString(prefix, "utf8")
+    return Nullable(prefix, body) if nullable else body
+
+
+def KafkaBytes(prefix: Construct, nullable: bool = False) -> Construct:
+    """Bytes (or records) after an int32 or compact length; ``None`` for length -1 if ``nullable``."""
+    body = Prefixed(prefix, GreedyBytes)
+    return Nullable(prefix, body) if nullable else body
+
+
+def KafkaArray(prefix: Construct, element: Construct, nullable: bool = False) -> Construct:
+    """An array after an int32 or compact count; ``None`` for count -1 if ``nullable``."""
+    body = PrefixedArray(prefix, element)
+    return Nullable(prefix, body) if nullable else body
+
+
+class NullableStruct(Subconstruct):  # type: ignore[misc]
+    """A struct that may be null: an int8 marker, -1 (any negative) for null, 1 before the struct."""
+
+    def __init__(self, subcon: Construct) -> None:
+        super().__init__(subcon)
+        self.flagbuildnone = False
+
+    def _parse(self, stream: Any, context: Any, path: str) -> Any:
+        if Int8sb._parsereport(stream, context, path) < 0:
+            return None
+        return self.subcon._parsereport(stream, context, path)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        if obj is None:
+            Int8sb._build(-1, stream, context, path)
+            return None
+        Int8sb._build(1, stream, context, path)
+        return self.subcon._build(obj, stream, context, path)
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise SizeofError("a nullable struct has no fixed size", path=path)
+
+
+
+# --- tagged fields -----------------------------------------------------------------------------------
+
+
+class TaggedField:
+    """A known tagged field of a flexible struct: its tag, Container key, value layout and default.
+
+    ``default`` is plain data (``dict`` for a struct, ``list`` for an array); a field whose value
+    equals it is not written, as in Kafka.
+    """
+
+    __slots__ = ("default", "name", "subcon", "tag")
+
+    def __init__(self, tag: int, name: str, subcon: Construct, default: Any) -> None:
+        self.tag = tag
+        self.name = name
+        self.subcon = subcon
+        self.default = default
+
+    def __repr__(self) -> str:
+        return f"TaggedField({self.tag}, {self.name!r}, {self.subcon!r}, {self.default!r})"
+
+
+def _fresh(value: Any) -> Any:
+    """A default as parse results look: dicts become Containers, lists ListContainers (new objects)."""
+    if isinstance(value, dict):
+        return Container((k, _fresh(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return ListContainer(_fresh(v) for v in value)
+    return copy.copy(value)
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    """Kafka's "non-default" test for tagged fields, on Container values (recursing into structs)."""
+    if isinstance(default, dict):
+        if not isinstance(value, dict):
+            return False
+        for key, d in default.items():
+            if key == UNKNOWN_TAGGED_FIELDS:
+                continue
+            if key not in value or not _is_default(value[key], d):
+                return False
+        return not value.get(UNKNOWN_TAGGED_FIELDS)
+    if default is None:
+        return value is None
+    if isinstance(default, list):
+        return isinstance(value, list) and len(value) == len(default) and all(
+            _is_default(v, d) for v, d in zip(value, default, strict=True)
+        )
+    return bool(value == default)
+
+
+class Flexible(Subconstruct):  # type: ignore[misc]
+    """A struct of a flexible version: ``subcon`` (a ``Struct``), then the tagged-field section.
+
+    The section is an unsigned-varint count and, per field, varint tag, varint size and the bytes.
+    Known tags are parsed into their Container keys (absent ones get their defaults); unknown ones are
+    kept raw in ``unknown_tagged_fields``. Building writes the known fields whose value is not the
+    default and the unknown ones, in ascending tag order.
+    """
+
+    def __init__(self, subcon: Construct, *tagged: TaggedField) -> None:
+        super().__init__(subcon)
+        self.tagged = tuple(sorted(tagged, key=lambda t: t.tag))
+        self.by_tag = {t.tag: t for t in self.tagged}
+        self.flagbuildnone = False
+
+    def _parse(self, stream: Any, context: Any, path: str) -> Any:
+        obj = self.subcon._parsereport(stream, context, path)
+        for t in self.tagged:
+            obj[t.name] = _fresh(t.default)
+        unknown: list[tuple[int, bytes]] = []
+        count = VarInt._parsereport(stream, context, path)
+        for _ in range(count):
+            tag = VarInt._parsereport(stream, context, path)
+            size = VarInt._parsereport(stream, context, path)
+            data = stream_read(stream, size, path)
+            known = self.by_tag.get(tag)
+            if known is None:
+                unknown.append((tag, data))
+            else:
+                sub = io.BytesIO(data)  # a tagged value may not run past its size (it may fall short)
+                obj[known.name] = known.subcon._parsereport(sub, context, f"{path} -> {known.name}")
+        obj[UNKNOWN_TAGGED_FIELDS] = unknown
+        return obj
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        result = self.subcon._build(obj, stream, context, path)
+        fields: list[tuple[int, bytes]] = []
+        for t in self.tagged:
+            value = obj.get(t.name, t.default)
+            if not _is_default(value, t.default):
+                sub = io.BytesIO()
+                t.subcon._build(value, sub, context, f"{path} -> {t.name}")
+                fields.append((t.tag, sub.getvalue()))
+        unknown = obj.get(UNKNOWN_TAGGED_FIELDS)
+        if unknown:
+            fields.extend((int(tag), bytes(data)) for tag, data in unknown)
+            fields.sort(key=lambda f: f[0])
+        VarInt._build(len(fields), stream, context, path)
+        for tag, data in fields:
+            VarInt._build(tag, stream, context, path)
+            VarInt._build(len(data), stream, context, path)
+            stream_write(stream, data, len(data), path)
+        return result
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise SizeofError("a flexible struct has no fixed size", path=path)
+
+
+# --- lookup ------------------------------------------------------------------------------------------
+
+_schemas: dict[str, dict[int, Construct]] = {}
+
+
+def _index_entry(message_name: str) -> tuple[str, str, int | None, int, int]:
+    from kcodec._generated import MESSAGES
+
+    entry = MESSAGES.get(message_name) if isinstance(message_name, str) else None
+    if entry is None:
+        raise UnknownMessageError(f"no message named {message_name!r}")
+    return entry
+
+
+def _check_version(message_name: str, version: int, versions: tuple[int, int]) -> None:
+    if not isinstance(version, int) or isinstance(version, bool) or not versions[0] <= version <= versions[1]:
+        raise UnsupportedVersionError(
+            f"{message_name} has no version {version!r} (kcodec knows {versions[0]}-{versions[1]})"
+        )
+
+
+def construct_schema(message_name: str, version: int) -> Construct:
+    """The construct definition of one message version: ``parse(bytes)`` gives a ``Container`` keyed
+    by attribute names, ``build(container)`` gives the bytes Kafka would write.
+
+    Raises ``UnknownMessageError`` for an unknown message, ``UnsupportedVersionError`` for a version
+    the message does not have.
+    """
+    schemas = _schemas.get(message_name)
+    if schemas is None:
+        module = _index_entry(message_name)[0]
+        schemas = importlib.import_module(f"{GENERATED}.construct_.{module}").SCHEMAS
+        assert isinstance(schemas, dict)
+        _schemas[message_name] = schemas
+    schema = schemas.get(version) if isinstance(version, int) and not isinstance(version, bool) else None
+    if schema is None:
+        _check_version(message_name, version, (min(schemas), max(schemas)))
+    return schema
+
+
+# --- conversion to and from kcodec objects -----------------------------------------------------------
+
+
+def _message_info(message_name: str) -> MessageInfo:
+    module = _index_entry(message_name)[0]
+    info = importlib.import_module(f"{GENERATED}.{module}").INFO
+    assert isinstance(info, MessageInfo)
+    return info
+
+
+def to_container(message: Struct, version: int) -> Container:
+    """The Container ``construct_schema(name, version).parse`` gives for ``message``'s encoding.
+
+    Only the fields present at ``version`` are taken (absent ones are not checked); uuids become
+    plain ``bytes`` and records ``bytes``.
+    """
+    name = getattr(type(message), "MESSAGE_NAME", None)
+    if not isinstance(message, Struct) or not name:
+        raise TypeError(f"expected a kcodec message, not {type(message).__name__}")
+    info = _message_info(name)
+    _check_version(name, version, info.versions)
+    return _to_container(info, name, message, version, info.is_flexible(version))
+
+
+def _to_container(info: MessageInfo, struct: str, obj: Any, version: int, flexible: bool) -> Container:
+    out = Container()
+    for f in info.fields_at(struct, version):
+        out[f.attr] = _value_to(info, f, getattr(obj, f.attr), version, flexible)
+    if flexible:
+        out[UNKNOWN_TAGGED_FIELDS] = [(tag, bytes(data)) for tag, data in obj._unknown_tagged_fields or ()]
+    return out
+
+
+def _value_to(info: MessageInfo, f: FieldInfo, value: Any, version: int, flexible: bool) -> Any:
+    if value is None:
+        return None
+    struct = f.struct_name
+    if f.is_array:
+        if struct is not None:
+            return ListContainer(_to_container(info, struct, x, version, flexible) for x in value)
+        if f.element_type == "uuid":
+            return ListContainer(bytes(x) for x in value)
+        return ListContainer(value)
+    if struct is not None:
+        return _to_container(info, struct, value, version, flexible)
+    if f.type in ("uuid", "bytes", "records"):
+        return bytes(value)
+    return value
+
+
+def from_container(message_name: str, version: int, container: Any) -> Any:
+    """The kcodec message a Container (as ``construct_schema(message_name, version)`` parses) stands for.
+
+    Fields absent at ``version`` (or missing from the Container) get their defaults.
+    """
+    info = _message_info(message_name)
+    _check_version(message_name, version, info.versions)
+    return _from_container(info, message_name, container, version)
+
+
+def _from_container(info: MessageInfo, struct: str, container: Any, version: int) -> Any:
+    kwargs: dict[str, Any] = {}
+    for f in info.fields_at(struct, version):
+        if f.attr in container:
+            kwargs[f.attr] = _value_from(info, f, container[f.attr], version)
+    unknown = container.get(UNKNOWN_TAGGED_FIELDS)
+    kwargs["unknown_tagged_fields"] = [(int(t), bytes(d)) for t, d in unknown] if unknown else None
+    return info.structs[struct].cls(**kwargs)
+
+
+def _value_from(info: MessageInfo, f: FieldInfo, value: Any, version: int) -> Any:
+    if value is None:
+        return None
+    struct = f.struct_name
+    if f.is_array:
+        if struct is not None:
+            return [_from_container(info, struct, x, version) for x in value]
+        if f.element_type == "uuid":
+            return [Uuid(x) for x in value]
+        return list(value)
+    if struct is not None:
+        return _from_container(info, struct, value, version)
+    if f.type == "uuid":
+        return Uuid(value)
+    if f.type in ("bytes", "records"):
+        return bytes(value)
+    return value
