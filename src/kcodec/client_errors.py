@@ -1,0 +1,45 @@
+"""Errors of kcodec's network client (``kcodec.client``) and version negotiation (``kcodec.negotiation``).
+
+All derive from :class:`kcodec.errors.KcodecError` through :class:`ClientError`.
+"""
+
+from __future__ import annotations
+
+from kcodec.errors import KcodecError
+
+
+class ClientError(KcodecError):
+    """Base of every error raised by kcodec's client and negotiation code."""
+
+
+class BrokerConnectionError(ClientError, ConnectionError):
+    """The broker cannot be reached, or the connection broke (also a builtin ``ConnectionError``)."""
+
+
+class ConnectionClosedError(BrokerConnectionError):
+    """The broker closed the connection (EOF) while a response was expected, or it was closed locally."""
+
+
+class RequestTimeoutError(ClientError, TimeoutError):
+    """No (complete) response arrived in time (also a builtin ``TimeoutError``)."""
+
+
+class ProtocolError(ClientError):
+    """The broker sent something that is not a valid reply: a bad frame size, an unknown correlation id,
+    or a body that does not decode at the version of its request (``__cause__`` holds the DecodeError)."""
+
+
+class NegotiationError(ClientError):
+    """The ApiVersions handshake failed; ``attempts`` lists what was tried."""
+
+    def __init__(self, reason: str, attempts: list[object] | None = None) -> None:
+        self.attempts = list(attempts or [])
+        super().__init__(reason)
+
+
+class NoCommonVersionError(ClientError):
+    """The broker and the client share no version of an API (or the broker does not offer it at all)."""
+
+
+class FieldUnavailableError(NoCommonVersionError):
+    """The field needed exists only in versions the broker does not support."""

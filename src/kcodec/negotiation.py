@@ -1,0 +1,586 @@
+"""API version negotiation: the ApiVersions handshake (KIP-511) and choosing a version per API.
+
+The handshake logic is a small sans-I/O state machine (:class:`ApiVersionsHandshake`), driven over a
+blocking :class:`~kcodec.client.Connection` by :func:`handshake` or over an
+:class:`~kcodec.client.AsyncConnection` by :func:`async_handshake`:
+
+1. send ApiVersionsRequest at kcodec's highest version, with ClientSoftwareName/Version;
+2. a reply with error UNSUPPORTED_VERSION (35) is read in the v0 layout (KIP-511: the broker answers
+   in v0 when it does not know the request's version) and the request is retried at the highest
+   ApiVersions version the broker advertises, always strictly lower than the version that failed;
+3. a reply that decodes neither at the version sent nor as v0 is recorded and the handshake falls back
+   to v0; a failure at v0 ends it. Every attempt (version sent, outcome) is recorded, nothing hangs
+   (every read has a timeout) and broker misbehaviour never raises out of :func:`handshake`.
+
+:func:`negotiate` then picks, per API, the highest version both sides support (or says why there is
+none), and :meth:`Negotiation.require` checks that a field a feature needs is available, e.g.
+``require("FetchRequest", "CurrentLeaderEpoch")`` for KIP-320 fencing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kcodec import __version__
+from kcodec.client import AsyncConnection, Connection
+from kcodec.client_errors import (
+    ClientError,
+    FieldUnavailableError,
+    NoCommonVersionError,
+    ProtocolError,
+)
+from kcodec.codec import message_class, message_info
+from kcodec.errors import KcodecError, UnknownMessageError
+from kcodec.frames import decode_response
+from kcodec.model import Message
+from kcodec.registry import ApiInfo, api, apis
+
+__all__ = [
+    "FENCING_FIELDS",
+    "UNSUPPORTED_VERSION",
+    "ApiChoice",
+    "ApiVersionsHandshake",
+    "Attempt",
+    "FieldRequirement",
+    "HandshakeResult",
+    "Negotiation",
+    "async_handshake",
+    "field_requirement",
+    "handshake",
+    "negotiate",
+    "ranges_from_response",
+]
+
+UNSUPPORTED_VERSION = 35
+API_VERSIONS_KEY = 18
+CLIENT_SOFTWARE_NAME = "kcodec"
+
+# Leader-epoch fields behind KIP-320 (fencing of fetches/offset lookups by leader epoch), KIP-359
+# (leader epoch verification on produce: only where the spec carries it) and KIP-570 (leader epoch in
+# StopReplica). (message, field) pairs; absent ones are skipped by `key_fields`.
+FENCING_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("KIP-320", "FetchRequest", "CurrentLeaderEpoch"),
+    ("KIP-320", "FetchRequest", "LastFetchedEpoch"),
+    ("KIP-320", "ListOffsetsRequest", "CurrentLeaderEpoch"),
+    ("KIP-320", "OffsetForLeaderEpochRequest", "CurrentLeaderEpoch"),
+    ("KIP-320", "MetadataResponse", "LeaderEpoch"),
+    ("KIP-320", "OffsetCommitRequest", "CommittedLeaderEpoch"),
+    ("KIP-320", "OffsetFetchResponse", "CommittedLeaderEpoch"),
+    ("KIP-359", "ProduceRequest", "CurrentLeaderEpoch"),
+    ("KIP-570", "StopReplicaRequest", "LeaderEpoch"),
+)
+
+
+# --- the handshake -------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One ApiVersionsRequest sent: its version and what came back."""
+
+    version: int
+    outcome: str  # ok|unsupported_version|error|malformed|timeout|connection_error|protocol_error
+    error_code: int | None = None
+    decoded_as: int | None = None  # the layout the reply was read in
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version, "outcome": self.outcome, "error_code": self.error_code,
+            "decoded_as": self.decoded_as, "detail": self.detail,
+        }
+
+
+@dataclass(slots=True)
+class HandshakeResult:
+    """What the ApiVersions handshake found: the broker's ranges, or why there are none."""
+
+    attempts: list[Attempt] = field(default_factory=list)
+    version: int | None = None  # the ApiVersions version that succeeded
+    response: Message | None = None  # the ApiVersionsResponse that succeeded
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.response is not None
+
+    @property
+    def broker_ranges(self) -> dict[int, tuple[int, int]]:
+        return ranges_from_response(self.response) if self.response is not None else {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok, "version": self.version, "error": self.error,
+            "attempts": [a.to_dict() for a in self.attempts],
+        }
+
+
+def ranges_from_response(response: Message) -> dict[int, tuple[int, int]]:
+    """``{api_key: (min, max)}`` advertised by an ApiVersionsResponse."""
+    return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}  # type: ignore[attr-defined]
+
+
+def _advertised_api_versions_max(response: Message) -> int | None:
+    for k in response.api_keys:  # type: ignore[attr-defined]
+        if int(k.api_key) == API_VERSIONS_KEY:
+            return int(k.max_version)
+    return None
+
+
+class ApiVersionsHandshake:
+    """The handshake as a state machine: ``request()`` → send it → ``feed(raw reply)``; repeat while
+    ``done`` is false. ``feed_failure`` records a timeout or broken connection (which ends it)."""
+
+    def __init__(
+        self,
+        *,
+        start_version: int | None = None,
+        software_name: str = CLIENT_SOFTWARE_NAME,
+        software_version: str = __version__,
+    ) -> None:
+        info = api(API_VERSIONS_KEY)
+        self._info = info
+        self.version = info.max_version if start_version is None else start_version
+        info.request_header_version(self.version)  # raises UnsupportedVersionError if unknown
+        self.software_name = software_name
+        self.software_version = software_version
+        self.result = HandshakeResult()
+        self.done = False
+
+    def request(self) -> Message:
+        """The ApiVersionsRequest to send at ``self.version``."""
+        return message_class("ApiVersionsRequest")(
+            client_software_name=self.software_name,  # type: ignore[call-arg]
+            client_software_version=self.software_version,
+        )
+
+    def _decode(self, raw: bytes, version: int) -> Message:
+        return decode_response(raw, API_VERSIONS_KEY, version, strict=True).body
+
+    def feed(self, raw: bytes) -> None:
+        """Take the raw reply frame to the request sent at ``self.version``."""
+        sent = self.version
+        attempts = self.result.attempts
+        body: Message | None = None
+        decoded_as: int | None = None
+        first_problem = ""
+        try:
+            body, decoded_as = self._decode(raw, sent), sent
+        except KcodecError as e:
+            first_problem = f"v{sent} layout: {e}"
+        if sent != 0 and (body is None or int(body.error_code) == UNSUPPORTED_VERSION):  # type: ignore[attr-defined]
+            # KIP-511: an UNSUPPORTED_VERSION reply is written in the v0 layout.
+            try:
+                body, decoded_as = self._decode(raw, 0), 0
+            except KcodecError as e:
+                if body is None:
+                    detail = f"reply matches neither layout ({first_problem}; v0 layout: {e})"
+                    attempts.append(Attempt(sent, "malformed", None, None, detail))
+                    return self._retry(0, detail)
+        if body is None:  # sent == 0 and v0 did not decode
+            attempts.append(Attempt(sent, "malformed", None, None, first_problem))
+            return self._fail(f"ApiVersions v0 reply does not decode: {first_problem}")
+        code = int(body.error_code)  # type: ignore[attr-defined]
+        if code == 0:
+            if decoded_as != sent:
+                detail = f"reply to v{sent} is in the v0 layout without an error code"
+                attempts.append(Attempt(sent, "malformed", code, decoded_as, detail))
+                return self._retry(0, detail)
+            attempts.append(Attempt(sent, "ok", code, decoded_as, f"{len(body.api_keys)} APIs"))  # type: ignore[attr-defined]
+            self.result.version = sent
+            self.result.response = body
+            self.done = True
+            return None
+        if code == UNSUPPORTED_VERSION:
+            advertised = _advertised_api_versions_max(body)
+            if advertised is None:
+                nxt, why = 0, "broker advertised no ApiVersions range"
+            elif advertised >= sent:
+                nxt, why = sent - 1, f"broker advertised ApiVersions max v{advertised}, not below v{sent}"
+            else:
+                nxt, why = advertised, f"broker advertised ApiVersions max v{advertised}"
+            nxt = max(self._info.min_version, min(nxt, self._info.max_version))
+            attempts.append(Attempt(sent, "unsupported_version", code, decoded_as, why))
+            if sent == 0:
+                return self._fail("broker rejected ApiVersions v0 as unsupported")
+            return self._retry(nxt, why)
+        attempts.append(Attempt(sent, "error", code, decoded_as, f"error code {code}"))
+        return self._fail(f"ApiVersions v{sent} failed with error code {code}")
+
+    def feed_failure(self, outcome: str, detail: str) -> None:
+        """Record a timeout (``"timeout"``) or broken connection (``"connection_error"``); ends it."""
+        self.result.attempts.append(Attempt(self.version, outcome, None, None, detail))
+        self._fail(f"ApiVersions v{self.version}: {detail}")
+
+    def _retry(self, version: int, why: str) -> None:
+        if version >= self.version:
+            self._fail(f"no lower ApiVersions version to retry after v{self.version} ({why})")
+            return
+        self.version = version
+
+    def _fail(self, reason: str) -> None:
+        self.result.error = reason
+        self.done = True
+
+
+def _failure_outcome(e: ClientError) -> str:
+    if isinstance(e, TimeoutError):
+        return "timeout"
+    return "protocol_error" if isinstance(e, ProtocolError) else "connection_error"
+
+
+def handshake(conn: Connection, *, start_version: int | None = None) -> HandshakeResult:
+    """Run the ApiVersions handshake over a blocking connection (opened if needed); never raises for
+    broker misbehaviour: see ``result.ok`` / ``result.error`` / ``result.attempts``."""
+    hs = ApiVersionsHandshake(start_version=start_version)
+    while not hs.done:
+        try:
+            conn.connect()
+            raw = conn.receive_raw(conn.send(hs.request(), hs.version))
+        except ClientError as e:
+            hs.feed_failure(_failure_outcome(e), str(e))
+            break
+        hs.feed(raw)
+    return hs.result
+
+
+async def async_handshake(conn: AsyncConnection, *, start_version: int | None = None) -> HandshakeResult:
+    """:func:`handshake` over an :class:`~kcodec.client.AsyncConnection`."""
+    hs = ApiVersionsHandshake(start_version=start_version)
+    while not hs.done:
+        try:
+            await conn.connect()
+            raw, _ = await conn.request_raw(hs.request(), hs.version)
+        except ClientError as e:
+            hs.feed_failure(_failure_outcome(e), str(e))
+            break
+        hs.feed(raw)
+    return hs.result
+
+
+# --- choosing versions ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ApiChoice:
+    """The outcome for one API: the version to use, or why there is none."""
+
+    api_key: int
+    api_name: str
+    broker: tuple[int, int] | None
+    client: tuple[int, int] | None
+    version: int | None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FieldRequirement:
+    """Where a field exists (from the specs) and whether the negotiated version carries it."""
+
+    message: str
+    field: str
+    api_key: int
+    versions: tuple[int, ...]  # versions of the message that carry the field
+    negotiated: int | None
+    usable: tuple[int, ...]  # versions that carry the field and both sides support
+
+    @property
+    def since(self) -> int | None:
+        return self.versions[0] if self.versions else None
+
+    @property
+    def available(self) -> bool:
+        return bool(self.usable)
+
+    @property
+    def reason(self) -> str:
+        if self.available:
+            return f"{self.message}.{self.field} is available at v{self.usable[0]}-v{self.usable[-1]}"
+        if not self.versions:
+            return f"{self.message} has no field {self.field!r} at any version kcodec knows"
+        if self.negotiated is None:
+            return f"{self.message}.{self.field} needs v{self.since}+; no version is shared with the broker"
+        return (
+            f"{self.message}.{self.field} needs v{self.since}+, "
+            f"but the broker supports only up to v{self.negotiated}"
+        )
+
+
+def _message_api(message_name: str) -> tuple[ApiInfo, bool]:
+    info = api(message_name)
+    return info, message_name == info.response or message_name.endswith("Response")
+
+
+def field_requirement(message_name: str, field_name: str) -> tuple[int, ...]:
+    """Versions of ``message_name`` (request or response) that carry ``field_name`` (spec facts)."""
+    info, response = _message_api(message_name)
+    return tuple(info.versions_with_field(field_name, response=response))
+
+
+def _info_or_none(key: int) -> ApiInfo | None:
+    try:
+        return api(key)
+    except UnknownMessageError:
+        return None
+
+
+@dataclass(slots=True)
+class Negotiation:
+    """Chosen versions per API key (see :func:`negotiate`)."""
+
+    choices: dict[int, ApiChoice]
+
+    def choice(self, name_or_key: str | int) -> ApiChoice:
+        key = name_or_key if isinstance(name_or_key, int) else api(name_or_key).key
+        found = self.choices.get(key)
+        if found is None:
+            raise NoCommonVersionError(f"API {name_or_key!r} is known to neither side")
+        return found
+
+    def version(self, name_or_key: str | int) -> int:
+        """The version to use for an API; ``NoCommonVersionError`` (with the reason) if none."""
+        c = self.choice(name_or_key)
+        if c.version is None:
+            raise NoCommonVersionError(f"{c.api_name}: {c.reason}")
+        return c.version
+
+    def check(self, message_name: str, field_name: str) -> FieldRequirement:
+        """Whether ``field_name`` of ``message_name`` is available with this broker (never raises for
+        an unavailable field)."""
+        info, _ = _message_api(message_name)
+        versions = field_requirement(message_name, field_name)
+        c = self.choices.get(info.key)
+        negotiated = c.version if c is not None else None
+        usable: tuple[int, ...] = ()
+        if c is not None and c.version is not None and c.broker is not None and c.client is not None:
+            lo = max(c.broker[0], c.client[0])
+            usable = tuple(v for v in versions if lo <= v <= c.version)
+        return FieldRequirement(message_name, field_name, info.key, versions, negotiated, usable)
+
+    def require(self, message_name: str, field_name: str) -> FieldRequirement:
+        """Like :meth:`check` but raises ``FieldUnavailableError`` (with the reason) if unavailable."""
+        req = self.check(message_name, field_name)
+        if not req.available:
+            raise FieldUnavailableError(req.reason)
+        return req
+
+    def fencing(self) -> dict[str, bool]:
+        """Per KIP in :data:`FENCING_FIELDS`: whether all of its fields that exist are available."""
+        out: dict[str, bool] = {}
+        for kip, message, fname in FENCING_FIELDS:
+            try:
+                req = self.check(message, fname)
+            except UnknownMessageError:
+                continue
+            if not req.versions:
+                continue
+            out[kip] = out.get(kip, True) and req.available
+        return out
+
+
+def _client_ranges(profile: Mapping[int | str, tuple[int, int]] | None) -> dict[int, tuple[int, int]]:
+    ranges = {a.key: (a.min_version, a.max_version) for a in apis()}
+    if profile is None:
+        return ranges
+    out: dict[int, tuple[int, int]] = {}
+    for name_or_key, (lo, hi) in profile.items():
+        info = api(name_or_key)
+        klo, khi = ranges[info.key]
+        if max(lo, klo) <= min(hi, khi):
+            out[info.key] = (max(lo, klo), min(hi, khi))
+        else:
+            out[info.key] = (lo, hi)  # kept: reported as "no common version" against kcodec's codecs
+    return out
+
+
+def negotiate(
+    broker_ranges: Mapping[int, tuple[int, int]] | Message | HandshakeResult,
+    client_profile: Mapping[int | str, tuple[int, int]] | None = None,
+) -> Negotiation:
+    """Per API, the highest version both the broker and the client support, or the reason none exists.
+
+    ``broker_ranges``: ``{api_key: (min, max)}``, an ApiVersionsResponse or a :class:`HandshakeResult`.
+    ``client_profile``: the client's ranges by API name or key (default: every version kcodec has a
+    codec for); restricting it models an older client. APIs only the broker offers appear with
+    ``version=None``.
+    """
+    if isinstance(broker_ranges, HandshakeResult):
+        broker = broker_ranges.broker_ranges
+    elif isinstance(broker_ranges, Message):
+        broker = ranges_from_response(broker_ranges)
+    else:
+        broker = dict(broker_ranges)
+    client = _client_ranges(client_profile)
+    choices: dict[int, ApiChoice] = {}
+    for key in sorted(set(broker) | set(client)):
+        info = _info_or_none(key)
+        name = info.name if info is not None else f"Unknown({key})"
+        b, c = broker.get(key), client.get(key)
+        version: int | None = None
+        reason: str | None = None
+        if b is None:
+            reason = "the broker does not offer this API"
+        elif c is None:
+            reason = "kcodec has no codec for this API" if info is None else "not in the client profile"
+        elif b[0] > b[1]:
+            reason = f"the broker advertises an empty range v{b[0]}-v{b[1]}"
+        else:
+            lo, hi = max(b[0], c[0]), min(b[1], c[1])
+            if lo <= hi:
+                version = hi
+            elif b[1] < c[0]:
+                reason = f"the broker tops out at v{b[1]}, the client starts at v{c[0]}"
+            else:
+                reason = f"the broker starts at v{b[0]}, the client tops out at v{c[1]}"
+        choices[key] = ApiChoice(key, name, b, c, version, reason)
+    return Negotiation(choices)
+
+
+def key_fields(api_key: int, version: int) -> list[str]:
+    """Leader-epoch (fencing) and other ``*Epoch`` request/response fields present at ``version``,
+    as ``"FetchRequest.CurrentLeaderEpoch (v9+, KIP-320)"``."""
+    info = _info_or_none(api_key)
+    if info is None or version not in info.sources:
+        return []
+    kips = {(m, f): k for k, m, f in FENCING_FIELDS}
+    out: list[str] = []
+    for message in (info.request, info.response):
+        names = _epoch_field_names(message)
+        for fname in names:
+            versions = field_requirement(message, fname)
+            if version in versions:
+                kip = kips.get((message, fname))
+                out.append(f"{message}.{fname} (v{versions[0]}+{', ' + kip if kip else ''})")
+    return out
+
+
+def _epoch_field_names(message: str) -> list[str]:
+    mi = message_info(message)
+    seen: list[str] = []
+    for struct in mi.structs.values():
+        for fields in struct.by_set.values():
+            for f in fields:
+                if "LeaderEpoch" in f.name and f.name not in seen:
+                    seen.append(f.name)
+    return seen
+
+
+# --- the versions report (for `kcodec versions`) --------------------------------------------------
+
+
+def _captured_handshake(data: bytes) -> HandshakeResult:
+    """Read a captured ApiVersionsResponse (a frame, size prefix included, or without the prefix)
+    at each version kcodec knows, newest first; the first strict decode without an error wins."""
+    import struct
+
+    frame = bytes(data)
+    if len(frame) < 4 or struct.unpack_from(">i", frame)[0] != len(frame) - 4:
+        frame = struct.pack(">i", len(frame)) + frame
+    info = api(API_VERSIONS_KEY)
+    result = HandshakeResult()
+    for v in reversed(info.versions):
+        try:
+            body = decode_response(frame, API_VERSIONS_KEY, v, strict=True).body
+        except KcodecError as e:
+            result.attempts.append(Attempt(v, "malformed", None, None, f"captured reply as v{v}: {e}"))
+            continue
+        code = int(body.error_code)  # type: ignore[attr-defined]
+        if code != 0:
+            outcome = "unsupported_version" if code == UNSUPPORTED_VERSION else "error"
+            result.attempts.append(Attempt(v, outcome, code, v, f"captured reply as v{v}"))
+            continue
+        result.attempts.append(Attempt(v, "ok", 0, v, f"captured reply as v{v}"))
+        result.version, result.response = v, body
+        return result
+    result.error = "the captured bytes are no ApiVersionsResponse kcodec can read without an error code"
+    return result
+
+
+def versions_report(
+    target: str | tuple[str, int] | bytes | bytearray | memoryview,
+    *,
+    timeout: float = 5.0,
+    client_profile: Mapping[int | str, tuple[int, int]] | None = None,
+) -> dict[str, Any]:
+    """The version report of one broker (``"host:port"`` or ``(host, port)``: runs the handshake) or of
+    captured ApiVersionsResponse bytes. JSON-serialisable::
+
+        {"source": ..., "apis": [{"api_key", "api_name", "broker_min", "broker_max", "kcodec_min",
+          "kcodec_max", "negotiated", "reason", "key_fields": [...]}, ...],
+         "fencing": {"KIP-320": bool, ...}, "fingerprint": {...}, "handshake": {"attempts": [...], ...}}
+
+    ``negotiated`` is None when there is no common version (``reason`` says why). Only APIs the broker
+    advertises are listed. Never raises for an unreachable or misbehaving broker: see ``handshake``.
+    """
+    from kcodec.fingerprint import fingerprint
+
+    if isinstance(target, bytes | bytearray | memoryview):
+        result = _captured_handshake(bytes(target))
+        source = f"captured ApiVersionsResponse ({len(target)} bytes)"
+    else:
+        from kcodec.client import parse_host_port
+
+        host, port = parse_host_port(target) if isinstance(target, str) else target
+        source = f"{host}:{port}"
+        conn = Connection(host, port, timeout=timeout)
+        try:
+            result = handshake(conn)
+        finally:
+            conn.close()
+    broker = result.broker_ranges
+    nego = negotiate(broker, client_profile)
+    rows: list[dict[str, Any]] = []
+    for key in sorted(broker):
+        c = nego.choices[key]
+        info = _info_or_none(key)
+        rows.append({
+            "api_key": key,
+            "api_name": c.api_name,
+            "broker_min": broker[key][0],
+            "broker_max": broker[key][1],
+            "kcodec_min": info.min_version if info is not None else None,
+            "kcodec_max": info.max_version if info is not None else None,
+            "negotiated": c.version,
+            "reason": c.reason,
+            "key_fields": key_fields(key, c.version) if c.version is not None else [],
+        })
+    return {
+        "source": source,
+        "apis": rows,
+        "fencing": nego.fencing() if result.ok else {},
+        "fingerprint": fingerprint(broker),
+        "handshake": result.to_dict(),
+    }
+
+
+def render_versions_report(report: Mapping[str, Any]) -> str:
+    """A plain-text rendering of :func:`versions_report`'s result."""
+    lines = [f"ApiVersions of {report['source']}"]
+    hs = report["handshake"]
+    for a in hs["attempts"]:
+        code = "" if a["error_code"] is None else f" error_code={a['error_code']}"
+        layout = "" if a["decoded_as"] is None else f" read as v{a['decoded_as']}"
+        line = f"  handshake: sent v{a['version']}: {a['outcome']}{code}{layout} {a['detail']}"
+        lines.append(line.rstrip())
+    if not hs["ok"]:
+        lines.append(f"  handshake failed: {hs['error']}")
+        return "\n".join(lines) + "\n"
+    lines.append(f"  handshake succeeded at ApiVersions v{hs['version']}")
+    lines.append("")
+    header = f"{'key':>4}  {'api':<32} {'broker':>9} {'kcodec':>9} {'use':>4}  key fields / reason"
+    lines.append(header)
+    lines.append("-" * len(header))
+    for r in report["apis"]:
+        broker = f"{r['broker_min']}-{r['broker_max']}"
+        kc = "-" if r["kcodec_min"] is None else f"{r['kcodec_min']}-{r['kcodec_max']}"
+        use = "-" if r["negotiated"] is None else str(r["negotiated"])
+        extra = r["reason"] or ", ".join(r["key_fields"])
+        lines.append(f"{r['api_key']:>4}  {r['api_name']:<32} {broker:>9} {kc:>9} {use:>4}  {extra}".rstrip())
+    lines.append("")
+    if report["fencing"]:
+        kips = report["fencing"].items()
+        lines.append("fencing: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in kips))
+    lines.append("fingerprint: " + report["fingerprint"]["verdict"])
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,274 @@
+"""ApiVersions handshake fallbacks (KIP-511) against an in-process fake broker, version choice, field
+requirements, the versions report and the release fingerprint."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fake_broker import FakeBroker, api_versions_response, frame, read_request
+
+import kcodec
+from kcodec.client import AsyncConnection, Connection
+from kcodec.client_errors import FieldUnavailableError, NoCommonVersionError
+from kcodec.fingerprint import fingerprint, known_releases, release_ranges
+from kcodec.frames import RequestFrame
+from kcodec.negotiation import (
+    async_handshake,
+    field_requirement,
+    handshake,
+    negotiate,
+    render_versions_report,
+    versions_report,
+)
+
+KMAX = kcodec.api("ApiVersions").max_version
+# What librdkafka's mock cluster (2.16) answers to ApiVersions v3/v4: matches neither layout.
+RDKAFKA_MOCK_REPLY = bytes.fromhex("00230100120000000200000000")
+V0_UNSUPPORTED_UP_TO_2 = struct.pack(">hi", 35, 1) + struct.pack(">hhh", 18, 0, 2)
+
+
+def broker_for(reply: Callable[[RequestFrame], bytes | None]):  # type: ignore[no-untyped-def]
+    """A session answering each request with ``reply(req)`` (None: close the connection)."""
+
+    async def session(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while (r := await read_request(reader)) is not None:
+            data = reply(r)
+            if data is None:
+                return
+            writer.write(data)
+            await writer.drain()
+
+    return session
+
+
+def run(reply: Callable[[RequestFrame], bytes | None], timeout: float = 5.0) -> list[tuple[int, str]]:
+    with FakeBroker(broker_for(reply)) as broker, Connection("127.0.0.1", broker.port, timeout=timeout) as c:
+        result = handshake(c)
+    run.last = result  # type: ignore[attr-defined]
+    return [(a.version, a.outcome) for a in result.attempts]
+
+
+def kip511(max_version: int) -> Callable[[RequestFrame], bytes]:
+    """A broker that knows ApiVersions up to ``max_version`` and answers higher ones as KIP-511 says."""
+
+    def reply(r: RequestFrame) -> bytes:
+        if r.api_version > max_version:
+            return frame(
+                r.correlation_id, struct.pack(">hi", 35, 1) + struct.pack(">hhh", 18, 0, max_version)
+            )
+        return api_versions_response(r, r.api_version, k18=(0, max_version), k1=(0, 11))
+
+    return reply
+
+
+def test_modern_broker_one_attempt() -> None:
+    assert run(kip511(KMAX)) == [(KMAX, "ok")]
+    result = run.last  # type: ignore[attr-defined]
+    assert result.ok and result.version == KMAX and result.broker_ranges == {18: (0, KMAX), 1: (0, 11)}
+
+
+def test_unsupported_version_retries_at_advertised_max() -> None:
+    assert run(kip511(2)) == [(KMAX, "unsupported_version"), (2, "ok")]
+    first = run.last.attempts[0]  # type: ignore[attr-defined]
+    assert first.error_code == 35 and first.decoded_as == 0
+
+
+def test_unsupported_version_in_requested_layout_is_accepted() -> None:
+    def reply(r: RequestFrame) -> bytes:
+        if r.api_version > 1:
+            return api_versions_response(r, r.api_version, error_code=35, k18=(0, 1))
+        return api_versions_response(r, r.api_version, k18=(0, 1))
+
+    assert run(reply) == [(KMAX, "unsupported_version"), (1, "ok")]
+
+
+def test_advertised_max_not_lower_steps_down_by_one() -> None:
+    def reply(r: RequestFrame) -> bytes:
+        if r.api_version >= KMAX - 1:  # buggy: claims to support what it rejects
+            return frame(r.correlation_id, struct.pack(">hi", 35, 1) + struct.pack(">hhh", 18, 0, KMAX))
+        return api_versions_response(r, r.api_version, k18=(0, KMAX))
+
+    assert run(reply) == [(KMAX, "unsupported_version"), (KMAX - 1, "unsupported_version"), (KMAX - 2, "ok")]
+
+
+def test_no_api_versions_range_falls_back_to_v0() -> None:
+    def reply(r: RequestFrame) -> bytes:
+        if r.api_version > 0:
+            return frame(r.correlation_id, struct.pack(">hi", 35, 0))
+        return api_versions_response(r, 0, k18=(0, 0))
+
+    assert run(reply) == [(KMAX, "unsupported_version"), (0, "ok")]
+
+
+@pytest.mark.parametrize(
+    "garbage", [b"", b"\x00", b"\xff" * 40, RDKAFKA_MOCK_REPLY], ids=["empty", "1", "ff", "rdk"]
+)
+def test_reply_matching_neither_layout_falls_back_to_v0(garbage: bytes) -> None:
+    def reply(r: RequestFrame) -> bytes:
+        if r.api_version > 0:
+            return frame(r.correlation_id, garbage)
+        return api_versions_response(r, 0, k18=(0, 2))
+
+    assert run(reply) == [(KMAX, "malformed"), (0, "ok")]
+    assert "neither layout" in run.last.attempts[0].detail  # type: ignore[attr-defined]
+
+
+def test_v0_layout_without_error_is_not_trusted() -> None:
+    def reply(r: RequestFrame) -> bytes:
+        return api_versions_response(r, 0, k18=(0, 0))
+
+    assert run(reply) == [(KMAX, "malformed"), (0, "ok")]
+
+
+def test_failures_at_v0_end_the_handshake() -> None:
+    assert run(
+        lambda r: (
+            frame(r.correlation_id, V0_UNSUPPORTED_UP_TO_2)
+            if r.api_version == 0
+            else frame(r.correlation_id, b"junk")
+        )
+    ) == [(KMAX, "malformed"), (0, "unsupported_version")]
+    assert not run.last.ok and "v0" in run.last.error  # type: ignore[attr-defined]
+    assert run(lambda r: frame(r.correlation_id, b"junk")) == [(KMAX, "malformed"), (0, "malformed")]
+    assert not run.last.ok  # type: ignore[attr-defined]
+
+
+def test_other_error_code_is_recorded() -> None:
+    assert run(lambda r: api_versions_response(r, r.api_version, error_code=1, k18=(0, 4))) == [
+        (KMAX, "error")
+    ]
+    assert run.last.attempts[0].error_code == 1  # type: ignore[attr-defined]
+
+
+def test_silence_times_out_and_close_is_recorded() -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        await asyncio.sleep(3)
+
+    with FakeBroker(silent) as broker, Connection("127.0.0.1", broker.port, timeout=0.3) as c:
+        result = handshake(c)
+    assert [(a.version, a.outcome) for a in result.attempts] == [(KMAX, "timeout")] and not result.ok
+    assert run(lambda r: None) == [(KMAX, "connection_error")]
+    assert run(lambda r: struct.pack(">i", -5)) == [(KMAX, "protocol_error")]
+
+
+def test_async_handshake_fallback() -> None:
+    async def main() -> list[tuple[int, str]]:
+        async with AsyncConnection("127.0.0.1", broker.port, timeout=5) as conn:
+            result = await async_handshake(conn)
+        return [(a.version, a.outcome) for a in result.attempts]
+
+    with FakeBroker(broker_for(kip511(1))) as broker:
+        assert asyncio.run(main()) == [(KMAX, "unsupported_version"), (1, "ok")]
+
+
+def test_handshake_sends_client_software() -> None:
+    with FakeBroker(broker_for(kip511(KMAX))) as broker, Connection("127.0.0.1", broker.port) as c:
+        handshake(c)
+    # the fake broker decoded the request with kcodec; recheck by a fresh request decode
+    req = kcodec.message_class("ApiVersionsRequest")(
+        client_software_name="kcodec", client_software_version="x"
+    )
+    data = kcodec.encode_request(req, KMAX, correlation_id=1)
+    assert kcodec.decode_request(data).body.client_software_name == "kcodec"
+
+
+# --- negotiate / require ---------------------------------------------------------------------------
+
+
+def test_negotiate_and_reasons() -> None:
+    n = negotiate(
+        {1: (0, 8), 3: (0, 99), 9999: (0, 1), 18: (3, 4)}, {"Fetch": (0, 18), 3: (0, 5), 18: (0, 2)}
+    )
+    assert n.version("Fetch") == 8 and n.version(3) == 5
+    with pytest.raises(NoCommonVersionError, match="broker starts at v3"):
+        n.version("ApiVersions")
+    assert n.choices[9999].version is None and "no codec" in (n.choices[9999].reason or "")
+    with pytest.raises(NoCommonVersionError, match="does not offer"):
+        negotiate({}).version("Produce")
+
+
+def test_require_current_leader_epoch() -> None:
+    assert field_requirement("FetchRequest", "CurrentLeaderEpoch")[0] == 9
+    low = negotiate({1: (0, 8)})
+    with pytest.raises(FieldUnavailableError, match=r"needs v9\+.*up to v8"):
+        low.require("FetchRequest", "CurrentLeaderEpoch")
+    high = negotiate({1: (0, 12), 2: (0, 3)})
+    req = high.require("FetchRequest", "CurrentLeaderEpoch")
+    assert req.available and req.usable == (9, 10, 11, 12)
+    assert not high.check("ListOffsetsRequest", "CurrentLeaderEpoch").available
+    assert high.fencing()["KIP-320"] is False
+    with pytest.raises(FieldUnavailableError, match="no field"):
+        high.require("FetchRequest", "NoSuchField")
+
+
+# --- report / fingerprint -----------------------------------------------------------------------------
+
+
+def _captured(ranges: dict[int, tuple[int, int]], version: int = 3) -> bytes:
+    cls = kcodec.message_class("ApiVersionsResponse")
+    av = cls.ApiVersion  # type: ignore[attr-defined]
+    body = cls(
+        error_code=0,
+        api_keys=[av(api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in ranges.items()],
+    )
+    return kcodec.encode_response(body, version, correlation_id=5)
+
+
+@pytest.mark.parametrize("release", ["2.2.2", "3.9.0"])
+def test_versions_report_from_capture(release: str) -> None:
+    ranges = release_ranges(release)
+    report = versions_report(_captured(ranges))
+    json.dumps(report)
+    assert report["handshake"]["ok"] and report["handshake"]["version"] in (3, 4)  # same layout
+    assert release in report["fingerprint"]["consistent"]
+    fetch = next(a for a in report["apis"] if a["api_key"] == 1)
+    assert fetch["broker_max"] == ranges[1][1] and fetch["negotiated"] == ranges[1][1]
+    assert any("CurrentLeaderEpoch" in f for f in fetch["key_fields"]) == (ranges[1][1] >= 9)
+    text = render_versions_report(report)
+    assert "Fetch" in text and "fingerprint:" in text
+
+
+def test_versions_report_of_garbage_and_unreachable() -> None:
+    report = versions_report(b"\x00\x00\x00\x02\x00\x01")
+    assert not report["handshake"]["ok"] and report["apis"] == []
+    assert "failed" in render_versions_report(report)
+
+
+def test_fingerprint_rules() -> None:
+    for release in known_releases():
+        assert release in fingerprint(release_ranges(release))["consistent"], release
+    r39 = release_ranges("3.9.0")
+    # controller-only / mode-specific APIs may be missing; client-facing ones may not
+    assert "3.9.0" in fingerprint({k: v for k, v in r39.items() if k != 52})["consistent"]  # Vote
+    assert "3.9.0" not in fingerprint({k: v for k, v in r39.items() if k != 1})["consistent"]
+    changed = dict(r39)
+    changed[1] = (0, 99)
+    fp = fingerprint(changed)
+    assert fp["consistent"] == [] and "matches no known" in fp["verdict"]
+    assert fp["closest"][0]["release"] == "3.9.0" and fp["closest"][0]["mismatched"][0]["api_key"] == 1
+    # 4.x-clients is partial: extra keys are tolerated
+    r4 = dict(release_ranges("4.x-clients"))
+    r4[68] = (0, 1)
+    assert "4.x-clients" in fingerprint(r4)["consistent"]
+    empty = fingerprint({})
+    assert empty["consistent"] == [] and empty["verdict"] == "no API ranges to compare"
+
+
+def test_release_data_is_packaged_and_current() -> None:
+    from importlib import resources
+
+    assert resources.files("kcodec").joinpath("data", "release_api_versions.json").is_file()
+    root = Path(__file__).resolve().parent.parent
+    shared = root.parent / "shared" / "kafka-specs" / "release-api-versions.json"
+    if not shared.exists():
+        pytest.skip("../shared/kafka-specs is not beside the checkout")
+    import runpy
+
+    tool = runpy.run_path(str(root / "tools" / "import_release_versions.py"))
+    assert tool["main"](["--check"]) == 0
