@@ -2,8 +2,8 @@
 
 Runs for the wheel target, i.e. for ``pip install .`` (standard wheel) and ``pip install -e .``
 (editable wheel; the generated files then live in the source tree, which the editable install
-puts on ``sys.path``).  The generator (``codegen/``, next to ``src/``) is build-time only and is
-not shipped; only its output is.
+puts on ``sys.path``).  The generator (``codegen/``, next to ``src/``) runs here at build time; the
+wheel also ships it so that ``kcodec generate`` can run it in a subprocess (``kcodec`` never imports it).
 """
 
 from __future__ import annotations
