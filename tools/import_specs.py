@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(os.path.abspath(__file__)).parent.parent
 """The repository root; relative CLI paths are resolved against it."""
 
 DEFAULT_OUT = "schemas"
@@ -488,8 +488,11 @@ def write_tree(out: Path, tree: Mapping[str, bytes], existing: Mapping[str, Path
 
 
 def _resolve(path: str, root: Path) -> Path:
-    """Resolve a CLI path against ``root`` (absolute paths are kept)."""
-    return (root / path).resolve()
+    """Resolve a CLI path against ``root`` (absolute paths are kept).
+
+    Symlinks are not followed, so provenance stays ``../shared/...`` when ``shared`` is a link.
+    """
+    return Path(os.path.normpath(root / path))
 
 
 def _split_assignment(value: str, option: str) -> tuple[str, str]:
