@@ -516,3 +516,26 @@ def test_capture_api_versions_v0_fallback(tmp_path: Path) -> None:
     assert resp.body.error_code == 35  # type: ignore[attr-defined]
     assert resp.body.api_keys[0].max_version == 2  # type: ignore[attr-defined]
     assert resp.diagnostics == ("ApiVersions v3 answered with a v0 UNSUPPORTED_VERSION response",)
+
+
+def test_versions_offline_on_a_captured_api_versions_response(tmp_path: Path) -> None:
+    import json as _json
+
+    import kcodec
+    from kcodec.cli import main as cli_main
+
+    resp_cls = kcodec.message_class("ApiVersionsResponse")
+    keys = [resp_cls.ApiVersion(api_key=a.key, min_version=a.min_version, max_version=min(a.max_version, 9))  # type: ignore[attr-defined]
+            for a in kcodec.apis() if a.key in (0, 1, 3, 18)]
+    data = kcodec.encode_response(resp_cls(error_code=0, api_keys=keys), 3, correlation_id=1)
+    path = tmp_path / "apiversions.bin"
+    path.write_bytes(data)
+    result = CliRunner().invoke(cli_main, ["versions", "--captured", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    report = _json.loads(result.output)
+    fetch = next(a for a in report["apis"] if a["api_key"] == 1)
+    assert (fetch["broker_max"], fetch["kcodec_max"], fetch["negotiated"]) == (9, 18, 9)
+    assert any("CurrentLeaderEpoch" in f for f in fetch["key_fields"])
+    assert "fingerprint" in report and "handshake" in report
+    text = CliRunner().invoke(cli_main, ["versions", "--captured", str(path)])
+    assert text.exit_code == 0 and "Fetch" in text.output

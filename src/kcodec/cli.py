@@ -414,3 +414,29 @@ def decode_capture_command(
 
 if __name__ == "__main__":
     main()
+
+
+@main.command("versions")
+@click.argument("target")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: apis, fingerprint, handshake.")
+@click.option("--timeout", type=float, default=5.0, show_default=True, help="Seconds per request.")
+@click.option(
+    "--captured",
+    is_flag=True,
+    help="TARGET is a file holding a captured ApiVersionsResponse (with or without size prefix).",
+)
+def versions_command(target: str, as_json: bool, timeout: float, captured: bool) -> None:
+    """Broker API versions vs kcodec's, the negotiated version per API and a release fingerprint.
+
+    TARGET is HOST:PORT (runs the KIP-511 handshake over TCP) or, with --captured, a file.
+    """
+    from kcodec.negotiation import render_versions_report, versions_report
+
+    source: str | bytes = Path(target).read_bytes() if captured else target
+    report = versions_report(source, timeout=timeout)
+    if as_json:
+        click.echo(json.dumps(report, indent=2, default=str))
+    else:
+        click.echo(render_versions_report(report))
+    if not report["handshake"].get("ok", True):
+        raise SystemExit(1)
