@@ -39,6 +39,7 @@ __all__ = [
     "DEFAULT_MAX_BYTES_SIZE",
     "DEFAULT_MAX_STRING_SIZE",
     "DEFAULT_MAX_UNKNOWN_TAGGED_FIELDS",
+    "INT_BOUNDS",
     "MAX_STRING_BYTES",
     "message_and_version",
     "messages",
