@@ -101,6 +101,11 @@ class RenderContext:
         return f"{expr} != {default}"
 
     @staticmethod
+    def known_tags(plan: StructPlan) -> str:
+        """The tags the struct defines at this version (unknown tagged fields may not reuse them)."""
+        return "(" + "".join(f"{t.tag}, " for t in plan.tagged) + ")"
+
+    @staticmethod
     def json_name(name: str) -> str:
         return name[0].lower() + name[1:]
 

@@ -147,7 +147,7 @@ def test_truncated_input_raises_a_construct_error() -> None:
 
 def test_unknown_tagged_fields_are_kept_and_built_back_in_tag_order() -> None:
     req = cls("ApiVersionsRequest")(client_software_name="x", client_software_version="y")
-    req.unknown_tagged_fields.extend([(7, b"\x01\x02"), (3, b"")])
+    req.unknown_tagged_fields.extend([(3, b""), (7, b"\x01\x02")])
     data = kcodec.encode(req, 3)
     schema = construct_schema("ApiVersionsRequest", 3)
     parsed = schema.parse(data)

@@ -86,3 +86,22 @@ def test_round_trip(name: str, version: int) -> None:
     # A distinct name per pair gives each pair its own key in hypothesis's example database.
     check.__name__ = check.__qualname__ = f"check_round_trip_{name}_v{version}"
     SETTINGS(given(strategies.messages(name, version))(check))()
+
+
+# Each message's oldest and newest version again with bigger values: compact lengths of 128 bytes and
+# more take multi-byte varints, which the small default sizes never reach.
+EDGE_PAIRS = sorted(
+    {(n, strategies.versions(n)[i]) for n in kcodec.codec.message_names() for i in (0, -1)}
+)
+LARGE = {"max_string_size": 80, "max_bytes_size": 300, "max_array_size": 4}
+
+
+@pytest.mark.parametrize(("name", "version"), EDGE_PAIRS, ids=[f"{n}-v{v}" for n, v in EDGE_PAIRS])
+def test_round_trip_larger_values(name: str, version: int) -> None:
+    def check(msg: Message) -> None:
+        check_round_trips(name, version, msg)
+
+    check.__name__ = check.__qualname__ = f"check_round_trip_large_{name}_v{version}"
+    examples = settings(SETTINGS, max_examples=max(2, EXAMPLES // 2))
+    examples(given(strategies.messages(name, version, **LARGE))(check))()
+

@@ -138,7 +138,7 @@ def test_memoryview_and_bytearray_inputs_and_zero_copy_records() -> None:
 
 def test_unknown_tagged_fields_are_kept_and_written_back_in_tag_order() -> None:
     req = cls("ApiVersionsRequest")(client_software_name="x", client_software_version="y")
-    req.unknown_tagged_fields.extend([(7, b"\x01\x02"), (3, b"")])
+    req.unknown_tagged_fields.extend([(3, b""), (7, b"\x01\x02")])
     data = kcodec.encode(req, 3)
     assert data.endswith(b"\x02" + b"\x03\x00" + b"\x07\x02\x01\x02")
     again = kcodec.decode("ApiVersionsRequest", 3, data)
@@ -149,7 +149,7 @@ def test_unknown_tagged_fields_are_kept_and_written_back_in_tag_order() -> None:
 def test_unknown_tags_merge_with_known_ones_in_ascending_order() -> None:
     # FetchRequest v12: ClusterId is tag 0 (known). Add unknown tags 1 (not known at v12) and 5.
     msg = cls("FetchRequest")(cluster_id="c")
-    msg.unknown_tagged_fields.extend([(5, b"\x09"), (1, b"\x08")])
+    msg.unknown_tagged_fields.extend([(1, b"\x08"), (5, b"\x09")])
     data = kcodec.encode(msg, 12)
     assert data.endswith(b"\x03" + b"\x00\x02\x02c" + b"\x01\x01\x08" + b"\x05\x01\x09")
     back = kcodec.decode("FetchRequest", 12, data)
@@ -321,3 +321,35 @@ def test_import_is_lazy_and_runtime_never_imports_codegen() -> None:
         "assert 'codegen' not in sys.modules and 'jinja2' not in sys.modules and 'hypothesis' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_strings_over_32767_bytes_are_refused_in_every_version() -> None:
+    m = cls("MetadataRequest")
+    for v in (8, 9):  # int16 length prefix, then compact
+        with pytest.raises(EncodeError, match="32767"):
+            kcodec.encode(m(topics=[cls("MetadataRequest", "MetadataRequestTopic")(name="x" * 40000)]), v)
+    data = b"\x02" + b"\xc2\xb8\x02" + b"x" * 40001 + b"\x00" + b"\x00" + b"\x00"  # compact length 40001+1
+    with pytest.raises(DecodeError, match="invalid length 40001"):
+        kcodec.decode("MetadataRequest", 9, data)
+
+
+def test_unknown_tagged_fields_at_a_version_without_them_are_refused() -> None:
+    m = cls("MetadataRequest")(topics=[])
+    m.unknown_tagged_fields.append((7, b"x"))
+    with pytest.raises(UnsupportedVersionError, match="Tagged fields were set, but version 8"):
+        kcodec.encode(m, 8)
+    assert kcodec.decode("MetadataRequest", 9, kcodec.encode(m, 9)).unknown_tagged_fields == [(7, b"x")]
+
+
+@pytest.mark.parametrize(
+    ("unknown", "reason"),
+    [
+        ([(0, b"\x02z")], "uses tag 0, which this version defines"),
+        ([(9, b""), (3, b"")], "ascending tag order"),
+        ([(3, b""), (3, b"")], "ascending tag order"),
+    ],
+)
+def test_bad_unknown_tag_lists_are_refused(unknown: list[tuple[int, bytes]], reason: str) -> None:
+    with pytest.raises(EncodeError, match=reason) as exc:
+        kcodec.encode(cls("FetchRequest")(cluster_id="c", unknown_tagged_fields=unknown), 12)
+    assert exc.value.path == "FetchRequest._tagged_fields"

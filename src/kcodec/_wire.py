@@ -143,10 +143,34 @@ def unsupported(field: str, version: int) -> UnsupportedVersionError:
     return err
 
 
-def write_tagged(out: bytearray, known: list[tuple[int, bytes | bytearray]], unknown: Any) -> None:
-    """Write a tagged-field section: known and unknown fields merged in ascending tag order."""
+def tagged_unsupported() -> UnsupportedVersionError:
+    """Unknown tagged fields set on a struct at a version without tagged fields (Kafka refuses too)."""
+    err = UnsupportedVersionError("Tagged fields were set, but this version does not support them.")
+    err.tagged = True  # type: ignore[attr-defined]
+    return err
+
+
+def write_tagged(
+    out: bytearray, known: list[tuple[int, bytes | bytearray]], unknown: Any, known_tags: tuple[int, ...]
+) -> None:
+    """Write a tagged-field section: known and unknown fields merged in ascending tag order.
+
+    Unknown tags must be ascending, unique and not tags the struct defines at this version (Kafka's
+    RawTaggedFieldWriter rules); anything else would write bytes that decode to a different value.
+    """
     fields = list(known)
     if unknown:
+        prev = -1
+        for tag, data in unknown:
+            if not isinstance(tag, int) or tag < 0 or tag > 0xFFFFFFFF:
+                raise EncodeError(f"invalid unknown tag {tag!r}")
+            if tag <= prev:
+                raise EncodeError(f"unknown tagged fields must be in ascending tag order: {tag} after {prev}")
+            if tag in known_tags:
+                raise EncodeError(f"unknown tagged field uses tag {tag}, which this version defines")
+            if not isinstance(data, bytes | bytearray | memoryview):
+                raise EncodeError(f"unknown tagged field {tag} needs bytes, not {type(data).__name__}")
+            prev = tag
         fields.extend(unknown)
         fields.sort(key=lambda t: t[0])
     write_uvarint(out, len(fields))

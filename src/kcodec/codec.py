@@ -128,6 +128,10 @@ def encode_into(message: Message, version: int, out: bytearray) -> None:
     try:
         fn(message, out)
     except UnsupportedVersionError as e:
+        if getattr(e, "tagged", False):
+            raise UnsupportedVersionError(
+                f"Tagged fields were set, but version {version} of {name} does not support them."
+            ) from None
         field = getattr(e, "field", None)
         if field is None:
             raise
