@@ -20,8 +20,8 @@ _KEY_VERSION = struct.Struct(">hh")
 
 
 @dataclass(slots=True)
-class RequestFrame:
-    """A decoded request frame."""
+class Frame:
+    """A decoded frame: header and body, the api key/version they were read at, and diagnostics."""
 
     api_key: int
     api_version: int
@@ -36,21 +36,16 @@ class RequestFrame:
         return int(self.header.correlation_id)  # type: ignore[attr-defined]
 
 
-@dataclass(slots=True)
-class ResponseFrame:
-    """A decoded response frame."""
+class RequestFrame(Frame):
+    """A decoded request frame (api key and version come from its header)."""
 
-    api_key: int
-    api_version: int
-    header_version: int
-    header: Message
-    body: Message
-    size: int
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    __slots__ = ()
 
-    @property
-    def correlation_id(self) -> int:
-        return int(self.header.correlation_id)  # type: ignore[attr-defined]
+
+class ResponseFrame(Frame):
+    """A decoded response frame (api key and version come from the request it answers)."""
+
+    __slots__ = ()
 
 
 def _framed(out: bytearray) -> bytes:

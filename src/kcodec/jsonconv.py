@@ -15,16 +15,9 @@ from typing import Any
 from kcodec.codec import message_class, message_info
 from kcodec.errors import JsonError
 from kcodec.model import Message, Struct, Uuid
-from kcodec.schema import STRUCT_DEFAULT, FieldInfo, MessageInfo
+from kcodec.schema import INT_BOUNDS, STRUCT_DEFAULT, FieldInfo, MessageInfo
 
-_INT_BOUNDS = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "uint16": (0, 2**16 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "uint32": (0, 2**32 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-}
+_INT_BOUNDS = INT_BOUNDS
 
 
 def is_default(info: MessageInfo, f: FieldInfo, value: Any) -> bool:

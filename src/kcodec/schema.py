@@ -10,6 +10,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAX_VERSION = 0x7FFF
+#: inclusive bounds of Kafka's integer types (JSON validation, strategies)
+INT_BOUNDS: dict[str, tuple[int, int]] = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "uint16": (0, 2**16 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "uint32": (0, 2**32 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+}
 VersionRange = tuple[int, int]  # inclusive; (1, 0) is empty
 
 

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from kcodec.codec import message_info, message_names
 from kcodec.model import Message, Uuid
-from kcodec.schema import FieldInfo, MessageInfo
+from kcodec.schema import INT_BOUNDS, FieldInfo, MessageInfo
 
 __all__ = [
     "DEFAULT_MAX_ARRAY_SIZE",
@@ -54,16 +54,6 @@ DEFAULT_MAX_UNKNOWN_TAGGED_FIELDS = 2
 
 MAX_STRING_BYTES = 0x7FFF  # Kafka refuses to serialize longer strings (int16 length prefix)
 MAX_TAG = 2**31 - 1  # Kafka reads tags into a Java int
-
-INT_BOUNDS: dict[str, tuple[int, int]] = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "uint16": (0, 2**16 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "uint32": (0, 2**32 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-}
-
 
 def versions(message_name: str) -> list[int]:
     """Every version kcodec has a codec for, ascending."""
