@@ -108,8 +108,9 @@ def decode(
     Every byte must be consumed: leftover bytes raise ``TrailingBytesError`` in strict mode; with
     ``strict=False`` they are reported to ``diagnostics`` (if given) and the message is returned.
     """
-    obj, end = decode_at(message_name, version, data)
-    size = len(as_buffer(data))
+    buf = as_buffer(data)
+    obj, end = decode_at(message_name, version, buf)
+    size = len(buf)
     if end != size:
         reason = f"{size - end} trailing bytes after {message_name} v{version}"
         if strict:
