@@ -64,11 +64,14 @@ class RenderContext:
     run_infos: dict[str, str] = field(default_factory=dict)
     array_tables: dict[str, str] = field(default_factory=dict)
 
-    def array_table(self, fmt: str) -> str:
-        """A module constant: ``struct.Struct`` objects for 0..31 elements of ``fmt`` (small arrays)."""
-        if fmt not in self.array_tables:
-            self.array_tables[fmt] = f"_A_{ {'?': 'bool'}.get(fmt, fmt)}"
-        return self.array_tables[fmt]
+    def array_table(self, fmt: str, prefix: str = "") -> str:
+        """A module constant: ``struct.Struct`` objects for 0..31 elements of ``fmt`` (small arrays),
+        after a ``prefix`` value (the array's length) if one is given."""
+        pattern = f">{prefix}%d{fmt}"
+        if pattern not in self.array_tables:
+            name = {"?": "bool"}.get(fmt, fmt)
+            self.array_tables[pattern] = f"_A{ {'': '', 'B': 'C', 'i': 'L'}[prefix]}_{name}"
+        return self.array_tables[pattern]
 
     def fmt(self, fmt: str) -> str:
         if fmt not in self.formats:
@@ -83,6 +86,25 @@ class RenderContext:
 
     def fn(self, plan: StructPlan) -> str:
         return self.function_ids[plan]
+
+    def fixed_struct(self, plan: StructPlan) -> dict[str, Any] | None:
+        """How to read an array of ``plan`` structs with one ``iter_unpack`` when every element has
+        the same width: only fixed-width fields (no uuid), plus an empty tagged-field section in
+        flexible versions (its count byte is read with the fields and must be 0). None otherwise."""
+        if len(plan.steps) != 1 or not isinstance(plan.steps[0], RunPlan):
+            return None
+        run = plan.steps[0]
+        if any(f.value.prim == "uuid" for f in run.fields):
+            return None
+        fmt = run.fmt + ("B" if plan.flexible else "")
+        return {
+            "const": self.fmt(fmt),
+            "size": run.size + (1 if plan.flexible else 0),
+            "attrs": [f.attr for f in run.fields],
+            "defaults": [(a.attr, a.default) for a in plan.absent]
+            + [(t.attr, t.default) for t in plan.tagged],
+            "flexible": plan.flexible,
+        }
 
     @staticmethod
     def min_size(v: ValuePlan) -> int:

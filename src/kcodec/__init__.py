@@ -24,9 +24,12 @@ __all__ = [
     "decode",
     "decode_request",
     "decode_response",
+    "decoder",
     "encode",
+    "encode_chunks",
     "encode_request",
     "encode_response",
+    "encoder",
     "errors",
     "from_json",
     "message_class",
@@ -36,6 +39,9 @@ __all__ = [
 _LAZY = {
     "decode": ("kcodec.codec", "decode"),
     "encode": ("kcodec.codec", "encode"),
+    "decoder": ("kcodec.codec", "decoder"),
+    "encoder": ("kcodec.codec", "encoder"),
+    "encode_chunks": ("kcodec.codec", "encode_chunks"),
     "message_class": ("kcodec.codec", "message_class"),
     "to_json": ("kcodec.jsonconv", "to_json"),
     "from_json": ("kcodec.jsonconv", "from_json"),
@@ -51,7 +57,7 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from kcodec import strategies as strategies
-    from kcodec.codec import decode, encode, message_class
+    from kcodec.codec import decode, decoder, encode, encode_chunks, encoder, message_class
     from kcodec.construct_backend import construct_schema
     from kcodec.frames import decode_request, decode_response, encode_request, encode_response
     from kcodec.jsonconv import from_json, to_json

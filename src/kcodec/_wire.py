@@ -12,6 +12,32 @@ from kcodec.errors import DecodeError, EncodeError, NullValueError, UnsupportedV
 
 Buffer = bytes | bytearray | memoryview
 
+# bytes/records values at least this long are not copied into a ChunkedOut (see below).
+CHUNK_BYTES = 8192
+
+
+class ChunkedOut(bytearray):
+    """The output buffer of ``kcodec.encode``: generated encoders append small values to it as to any
+    bytearray, but keep a large bytes/records value (e.g. 100 KiB of record batches) as a chunk of its
+    own instead of copying it in, so the final bytes are assembled with a single copy."""
+
+    __slots__ = ("chunks",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chunks: list[Buffer] = []
+
+    def blob(self, value: Buffer) -> None:
+        """Append ``value`` without copying it now."""
+        self.chunks.append(bytes(self))
+        self.chunks.append(value)
+        del self[:]
+
+    def getvalue(self) -> bytes:
+        if not self.chunks:
+            return bytes(self)
+        return b"".join([*self.chunks, self])
+
 
 def read_uvarint(buf: Buffer, pos: int) -> tuple[int, int]:
     """Read an unsigned varint (at most 5 bytes, < 2**32) at ``pos``; return (value, next pos)."""

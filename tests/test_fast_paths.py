@@ -1,0 +1,170 @@
+"""The speed paths give exactly what the plain paths give: bound decoders/encoders, zero-copy encode
+chunks, the collector pause on large bodies, and one-call reading of arrays of same-width structs
+(which must hand over to the element-by-element reader when an element has tagged fields or the
+buffer is short)."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+import kcodec
+from kcodec import codec
+from kcodec.errors import DecodeError, TrailingBytesError, UnknownMessageError, UnsupportedVersionError
+from kcodec.model import Message
+
+
+def api_versions(n: int, tagged_at: tuple[int, ...] = ()) -> Message:
+    cls = kcodec.message_class("ApiVersionsResponse")
+    key = cls.ApiVersion  # type: ignore[attr-defined]
+    keys = [
+        key(
+            api_key=k,
+            min_version=k % 3,
+            max_version=k % 17,
+            unknown_tagged_fields=[(7, b"\x01\x02")] if k in tagged_at else None,
+        )
+        for k in range(n)
+    ]
+    return cls(error_code=0, api_keys=keys, throttle_time_ms=5)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("tagged_at", [(), (0,), (5,), (59,), (3, 4, 40)])
+def test_same_width_struct_arrays_hand_elements_with_tagged_fields_over(
+    tagged_at: tuple[int, ...],
+) -> None:
+    msg = api_versions(60, tagged_at)
+    data = kcodec.encode(msg, 3)
+    back = kcodec.decode("ApiVersionsResponse", 3, data)
+    assert back == msg
+    assert [k.api_key for k in back.api_keys if k._unknown_tagged_fields] == list(tagged_at)
+    assert kcodec.encode(back, 3) == data
+
+
+def test_same_width_struct_arrays_report_a_short_buffer_at_the_element() -> None:
+    data = kcodec.encode(api_versions(10), 3)
+    # error_code (2) + count (1) + 10 elements of 7 bytes: cut inside element 4
+    cut = data[: 2 + 1 + 4 * 7 + 3]
+    with pytest.raises(DecodeError) as e:
+        kcodec.decode("ApiVersionsResponse", 3, cut)
+    assert "api_keys[4]" in str(e.value)
+
+
+def test_bound_decoder_and_encoder_match_decode_and_encode() -> None:
+    msg = api_versions(12)
+    data = kcodec.encode(msg, 3)
+    dec, enc = kcodec.decoder("ApiVersionsResponse", 3), kcodec.encoder("ApiVersionsResponse", 3)
+    assert dec(data) == msg and dec(memoryview(data)) == msg and dec(bytearray(data)) == msg
+    assert enc(msg) == data
+    with pytest.raises(TrailingBytesError):
+        dec(data + b"\x00")
+    with pytest.raises(TypeError):
+        enc(kcodec.message_class("ApiVersionsRequest")())
+    with pytest.raises(UnsupportedVersionError):
+        kcodec.decoder("ApiVersionsResponse", 99)
+    with pytest.raises(UnknownMessageError):
+        kcodec.encoder("NoSuchMessage", 0)
+
+
+def test_encode_chunks_keep_large_values_uncopied() -> None:
+    cls = kcodec.message_class("ProduceRequest")
+    topic, part = cls.TopicProduceData, cls.PartitionProduceData  # type: ignore[attr-defined]
+    big = bytes(range(256)) * 64  # 16 KiB: kept as its own chunk
+    small = b"x" * 100  # copied in
+    msg = cls(
+        acks=-1,
+        timeout_ms=1000,
+        topic_data=[  # type: ignore[call-arg]
+            topic(
+                name="t",
+                partition_data=[
+                    part(index=0, records=big),
+                    part(index=1, records=small),
+                    part(index=2, records=memoryview(big)),
+                ],
+            )
+        ],
+    )
+    chunks = kcodec.encode_chunks(msg, 9)
+    assert b"".join(chunks) == kcodec.encode(msg, 9) == kcodec.encoder("ProduceRequest", 9)(msg)
+    assert any(c is big for c in chunks)
+    assert not any(c is small for c in chunks)
+    assert kcodec.decode("ProduceRequest", 9, b"".join(chunks)) == msg
+
+
+def _collections_during(data: bytes) -> int:
+    """Collector runs while the two decoding entry points decode ``data`` (collector enabled)."""
+    inside = [False]
+    seen: list[str] = []
+
+    def spy(phase: str, info: dict[str, int]) -> None:
+        if inside[0] and phase == "start":
+            seen.append(phase)
+
+    decode = kcodec.decoder("MetadataResponse", 12)
+    before = gc.isenabled()
+    gc.enable()
+    gc.collect()
+    gc.callbacks.append(spy)
+    try:
+        inside[0] = True
+        kcodec.decode("MetadataResponse", 12, data)
+        decode(data)
+        inside[0] = False
+    finally:
+        gc.callbacks.remove(spy)
+        (gc.enable if before else gc.disable)()
+    return len(seen)
+
+
+def test_the_collector_pause_saves_collections(monkeypatch: pytest.MonkeyPatch) -> None:
+    cls = kcodec.message_class("MetadataResponse")
+    topic = cls.MetadataResponseTopic  # type: ignore[attr-defined]
+    data = kcodec.encode(cls(topics=[topic(name=f"t{i:05d}") for i in range(5000)]), 12)  # type: ignore[call-arg]
+    paused = _collections_during(data)
+    # at most the one deferred young-generation pass per call, when the collector resumes
+    assert paused <= 2
+    monkeypatch.setattr(codec, "GC_PAUSE_BYTES", 1 << 40)
+    assert _collections_during(data) > paused
+
+
+@pytest.mark.parametrize("was_enabled", [True, False])
+def test_large_bodies_pause_the_collector_and_restore_its_state(was_enabled: bool) -> None:
+    cls = kcodec.message_class("MetadataResponse")
+    topic = cls.MetadataResponseTopic  # type: ignore[attr-defined]
+    big = cls(topics=[topic(name=f"t{i:05d}") for i in range(2000)])  # type: ignore[call-arg]
+    big_data = kcodec.encode(big, 12)
+    assert len(big_data) >= codec.GC_PAUSE_BYTES
+    before = gc.isenabled()
+    (gc.enable if was_enabled else gc.disable)()
+    try:
+        assert kcodec.decode("MetadataResponse", 12, big_data) == big
+        assert kcodec.decoder("MetadataResponse", 12)(big_data) == big
+        assert gc.isenabled() is was_enabled
+        with pytest.raises(DecodeError):
+            kcodec.decode("MetadataResponse", 12, big_data[:-5])
+        assert gc.isenabled() is was_enabled
+    finally:
+        (gc.enable if before else gc.disable)()
+
+
+@pytest.mark.parametrize("version", [0, 3])
+def test_same_width_elements_written_in_place_still_name_the_bad_field(version: int) -> None:
+    from kcodec.errors import EncodeError
+
+    msg = api_versions(5)
+    msg.api_keys[2].min_version = 70000
+    with pytest.raises(EncodeError) as e:
+        kcodec.encode(msg, version)
+    assert "api_keys[2].min_version" in str(e.value)
+
+
+def test_compact_arrays_of_ints_written_with_their_length() -> None:
+    cls = kcodec.message_class("MetadataResponse")
+    topic, part = cls.MetadataResponseTopic, cls.MetadataResponsePartition  # type: ignore[attr-defined]
+    for n in (0, 1, 31, 32, 126, 127, 200):
+        p = part(partition_index=1, replica_nodes=list(range(n)), isr_nodes=[7] * n, offline_replicas=[])
+        msg = cls(topics=[topic(name="t", partitions=[p])])  # type: ignore[call-arg]
+        for v in (1, 9, 12):
+            assert kcodec.decode("MetadataResponse", v, kcodec.encode(msg, v)) == msg
