@@ -87,6 +87,17 @@ class RenderContext:
     def fn(self, plan: StructPlan) -> str:
         return self.function_ids[plan]
 
+    @staticmethod
+    def inline_struct(plan: StructPlan) -> bool:
+        """Whether array elements of ``plan`` are read in the array's loop instead of by a call: structs
+        without struct values of their own (fields, array elements or tagged fields)."""
+
+        def has_struct(v: ValuePlan) -> bool:
+            return v.kind == "struct" or (v.element is not None and has_struct(v.element))
+
+        fields = [s for s in plan.steps if isinstance(s, FieldPlan)] + list(plan.tagged)
+        return not any(has_struct(f.value) for f in fields)
+
     def fixed_struct(self, plan: StructPlan) -> dict[str, Any] | None:
         """How to read an array of ``plan`` structs with one ``iter_unpack`` when every element has
         the same width: only fixed-width fields (no uuid), plus an empty tagged-field section in

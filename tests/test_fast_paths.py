@@ -168,3 +168,29 @@ def test_compact_arrays_of_ints_written_with_their_length() -> None:
         msg = cls(topics=[topic(name="t", partitions=[p])])  # type: ignore[call-arg]
         for v in (1, 9, 12):
             assert kcodec.decode("MetadataResponse", v, kcodec.encode(msg, v)) == msg
+
+
+def test_elements_read_in_place_report_errors_at_the_element() -> None:
+    cls = kcodec.message_class("MetadataResponse")
+    topic, part = cls.MetadataResponseTopic, cls.MetadataResponsePartition  # type: ignore[attr-defined]
+    msg = cls(  # type: ignore[call-arg]
+        topics=[
+            topic(name=f"t{t}", partitions=[
+                part(partition_index=0x01020300 + 16 * t + p, replica_nodes=[1, 2], isr_nodes=[1])
+                for p in range(3)
+            ])
+            for t in range(2)
+        ]
+    )
+    data = bytearray(kcodec.encode(msg, 12))
+    at = data.index((0x01020300 + 16 + 2).to_bytes(4, "big"))
+    assert data[at + 12] == 3  # compact count of replica_nodes (2 + 1)
+    data[at + 12] = 0x7F  # 126 replicas: more than the bytes left
+    with pytest.raises(DecodeError) as e:
+        kcodec.decode("MetadataResponse", 12, bytes(data))
+    assert e.value.path == "MetadataResponse.topics[1].partitions[2].replica_nodes[5]"
+    assert e.value.offset > at
+    # a cut inside the tagged-field section of an element read in place
+    with pytest.raises(DecodeError) as e:
+        kcodec.decode("MetadataResponse", 12, bytes(data[: at + 12]))
+    assert "topics[1].partitions[2]" in e.value.path
