@@ -194,3 +194,21 @@ def test_elements_read_in_place_report_errors_at_the_element() -> None:
     with pytest.raises(DecodeError) as e:
         kcodec.decode("MetadataResponse", 12, bytes(data[: at + 12]))
     assert "topics[1].partitions[2]" in e.value.path
+
+
+@pytest.mark.parametrize("version", [1, 9, 12])
+def test_elements_written_in_place_report_errors_at_the_element(version: int) -> None:
+    from kcodec.errors import EncodeError
+
+    cls = kcodec.message_class("MetadataResponse")
+    topic, part = cls.MetadataResponseTopic, cls.MetadataResponsePartition  # type: ignore[attr-defined]
+    msg = cls(  # type: ignore[call-arg]
+        topics=[topic(name=f"t{t}", partitions=[part(partition_index=p, isr_nodes=[1, 2]) for p in range(3)])
+                for t in range(2)]
+    )
+    msg.topics[1].partitions[2].isr_nodes = [1, 2**40]
+    with pytest.raises(EncodeError) as e:
+        kcodec.encode(msg, version)
+    assert e.value.path.startswith("MetadataResponse.topics[1].partitions[2].isr_nodes")
+    msg.topics[1].partitions[2].isr_nodes = [1]
+    assert kcodec.decode("MetadataResponse", version, kcodec.encode(msg, version)) == msg
