@@ -21,13 +21,16 @@ from kcodec.negotiation import (
     async_handshake,
     field_requirement,
     handshake,
+    kcodec_profile,
+    key_fields,
     negotiate,
     render_versions_report,
     versions_report,
 )
 
 KMAX = kcodec.api("ApiVersions").max_version
-# What librdkafka's mock cluster (2.16) answers to ApiVersions v3/v4: matches neither layout.
+# What librdkafka's mock cluster (2.16) answers to ApiVersions v3/v4 (after the correlation id): error 35,
+# a 1-byte ApiKeys count of 1 (not the compact 2), ApiVersions 0-2 without tagged fields, ThrottleTimeMs 0.
 RDKAFKA_MOCK_REPLY = bytes.fromhex("00230100120000000200000000")
 V0_UNSUPPORTED_UP_TO_2 = struct.pack(">hi", 35, 1) + struct.pack(">hhh", 18, 0, 2)
 
@@ -106,7 +109,7 @@ def test_no_api_versions_range_falls_back_to_v0() -> None:
 
 
 @pytest.mark.parametrize(
-    "garbage", [b"", b"\x00", b"\xff" * 40, RDKAFKA_MOCK_REPLY], ids=["empty", "1", "ff", "rdk"]
+    "garbage", [b"", b"\x00", b"\xff" * 40, b"\x00\x23\x05"], ids=["empty", "1", "ff", "short"]
 )
 def test_reply_matching_neither_layout_falls_back_to_v0(garbage: bytes) -> None:
     def reply(r: RequestFrame) -> bytes:
@@ -116,6 +119,90 @@ def test_reply_matching_neither_layout_falls_back_to_v0(garbage: bytes) -> None:
 
     assert run(reply) == [(KMAX, "malformed"), (0, "ok")]
     assert "neither layout" in run.last.attempts[0].detail  # type: ignore[attr-defined]
+    assert run.last.attempts[0].quirk is None  # type: ignore[attr-defined]
+
+
+def int8_count_reply(error_code: int, ranges: dict[int, tuple[int, int]]) -> bytes:
+    """The body layout librdkafka's mock writes for ApiVersions v3+ requests."""
+    entries = b"".join(struct.pack(">hhh", k, lo, hi) for k, (lo, hi) in ranges.items())
+    return struct.pack(">hB", error_code, len(ranges)) + entries + struct.pack(">i", 0)
+
+
+def mock_like(max_version: int, ranges: dict[int, tuple[int, int]]) -> Callable[[RequestFrame], bytes]:
+    """Like librdkafka's mock: v3+ requests get the 1-byte-count layout (error 35 above
+    ``max_version`` with only ApiVersions' range, else error 0 with all); v0-v2 are answered correctly."""
+
+    def reply(r: RequestFrame) -> bytes:
+        if r.api_version >= 3:
+            if r.api_version > max_version:
+                return frame(r.correlation_id, int8_count_reply(35, {18: ranges[18]}))
+            return frame(r.correlation_id, int8_count_reply(0, ranges))
+        return api_versions_response(r, r.api_version, **{f"k{k}": v for k, v in ranges.items()})
+
+    return reply
+
+
+def test_rdkafka_mock_layout_is_recognised() -> None:
+    assert RDKAFKA_MOCK_REPLY == int8_count_reply(35, {18: (0, 2)})
+    assert run(mock_like(2, {18: (0, 2), 1: (0, 16)})) == [(KMAX, "unsupported_version"), (2, "ok")]
+    first = run.last.attempts[0]  # type: ignore[attr-defined]
+    assert first.quirk == "int8_api_keys_count" and first.error_code == 35 and first.decoded_as is None
+    assert "1-byte ApiKeys count of 1" in first.detail and "max v2" in first.detail
+    assert run.last.broker_ranges == {18: (0, 2), 1: (0, 16)}  # type: ignore[attr-defined]
+
+
+def test_rdkafka_mock_layout_without_error_is_not_trusted() -> None:
+    # ApiVersions capped at v3 on the mock: v3 gets the same layout with error 0 and every API.
+    ranges = {18: (0, 3), 1: (0, 16), 3: (0, 13)}
+    assert run(mock_like(3, ranges)) == [(KMAX, "unsupported_version"), (3, "malformed"), (2, "ok")]
+    second = run.last.attempts[1]  # type: ignore[attr-defined]
+    assert second.quirk == "int8_api_keys_count" and second.error_code == 0
+    assert "count of 3" in second.detail and "retrying at v2" in second.detail
+    assert run.last.broker_ranges == ranges  # type: ignore[attr-defined]
+
+
+def test_reply_in_another_versions_layout() -> None:
+    def v2_layout(code: int, top: int) -> Callable[[RequestFrame], bytes]:
+        def reply(r: RequestFrame) -> bytes:
+            v = min(r.api_version, 2)
+            return api_versions_response(r, v, error_code=code if r.api_version > 2 else 0, k18=(0, top))
+
+        return reply
+
+    assert run(v2_layout(35, 2)) == [(KMAX, "unsupported_version"), (2, "ok")]
+    first = run.last.attempts[0]  # type: ignore[attr-defined]
+    assert first.quirk == "other_version_layout" and first.decoded_as == 2 and "v2 layout" in first.detail
+    # no error code but the wrong layout: not trusted, asked again in the layout it spoke
+    assert run(v2_layout(0, KMAX)) == [(KMAX, "malformed"), (2, "ok")]
+    assert run(v2_layout(7, 2)) == [(KMAX, "error")]
+    assert run.last.attempts[0].quirk == "other_version_layout"  # type: ignore[attr-defined]
+
+
+def test_flexible_response_header_is_recognised() -> None:
+    def reply(r: RequestFrame) -> bytes:
+        if r.api_version > 2:  # a tagged-field byte after the correlation id, then a v0 error body
+            return frame(r.correlation_id, b"\x00" + V0_UNSUPPORTED_UP_TO_2)
+        return api_versions_response(r, r.api_version, k18=(0, 2))
+
+    assert run(reply) == [(KMAX, "unsupported_version"), (2, "ok")]
+    first = run.last.attempts[0]  # type: ignore[attr-defined]
+    assert first.quirk == "flexible_response_header" and first.decoded_as == 0
+    assert "tagged-field byte follows the correlation id" in first.detail
+
+    def ok_body(r: RequestFrame) -> bytes:
+        good = api_versions_response(r, r.api_version, k18=(0, KMAX))
+        if r.api_version < 3:
+            return good
+        return frame(r.correlation_id, b"\x00" + good[8:])
+
+    assert run(ok_body) == [(KMAX, "malformed"), (KMAX - 1, "malformed"), (2, "ok")]
+    assert {a.quirk for a in run.last.attempts[:2]} == {"flexible_response_header"}  # type: ignore[attr-defined]
+
+
+def test_quirk_is_reported_for_captured_bytes() -> None:
+    report = versions_report(struct.pack(">i", 7) + RDKAFKA_MOCK_REPLY)  # correlation id + body
+    assert not report["handshake"]["ok"]
+    assert "1-byte ApiKeys count of 1" in report["handshake"]["error"]
 
 
 def test_v0_layout_without_error_is_not_trusted() -> None:
@@ -205,6 +292,60 @@ def test_require_current_leader_epoch() -> None:
     assert high.fencing()["KIP-320"] is False
     with pytest.raises(FieldUnavailableError, match="no field"):
         high.require("FetchRequest", "NoSuchField")
+
+
+def test_fencing_by_kip() -> None:
+    full = negotiate(release_ranges("3.9.0"))
+    assert full.fencing() == {"KIP-232": True, "KIP-320": True, "KIP-570": True}  # no spec has KIP-359's
+    old_metadata = negotiate({**release_ranges("3.9.0"), 3: (0, 6)})
+    assert old_metadata.fencing() == {"KIP-232": False, "KIP-320": False, "KIP-570": True}
+    assert "up to v6" in old_metadata.check("MetadataResponse", "LeaderEpoch").reason
+    assert any(f.endswith("(v7+, KIP-232, KIP-320)") for f in key_fields(3, 7))
+    assert "FetchRequest.LastFetchedEpoch (v12+, KIP-595)" in key_fields(1, 12)
+    gone = negotiate({3: (11, 13)}).check("MetadataResponse", "ClusterAuthorizedOperations")
+    assert gone.reason == (
+        "MetadataResponse.ClusterAuthorizedOperations exists only at v8-v10, none of which both sides "
+        "support (up to v13)"
+    )
+
+
+def test_kcodec_profile_caps_the_client_side() -> None:
+    profile = kcodec_profile({"Fetch": (0, 8), "OffsetForLeaderEpoch": None, 3: (0, 6)})
+    assert profile[1] == (0, 8) and profile[3] == (0, 6) and 23 not in profile
+    assert profile[0] == (kcodec.api(0).min_version, kcodec.api(0).max_version)
+    n = negotiate(release_ranges("3.9.0"), profile)
+    assert n.version("Fetch") == 8 and n.version("Produce") == release_ranges("3.9.0")[0][1]
+    capped = r"needs v9\+, but the client profile goes only up to v8 \(the broker up to v\d+\)"
+    with pytest.raises(FieldUnavailableError, match=capped):
+        n.require("FetchRequest", "CurrentLeaderEpoch")
+    assert n.choices[23].reason == "not in the client profile"
+    assert n.fencing() == {"KIP-232": False, "KIP-320": False, "KIP-570": True}
+    report = versions_report(_captured(release_ranges("3.9.0")), client_profile=profile)
+    fetch = next(a for a in report["apis"] if a["api_key"] == 1)
+    assert (fetch["kcodec_max"], fetch["negotiated"]) == (8, 8)
+    assert report["client_profile"] == {"Fetch": [0, 8], "Metadata": [0, 6], "OffsetForLeaderEpoch": None}
+    gap = report["fencing_gaps"]["KIP-320"][0]
+    assert gap.startswith("FetchRequest.CurrentLeaderEpoch needs v9+, but the client profile goes only up to")
+    text = render_versions_report(report)
+    assert "client profile (the 'kcodec' column)" in text and f"KIP-320 no: {gap}" in text
+    assert versions_report(_captured(release_ranges("3.9.0")))["client_profile"] is None
+
+
+def test_versions_cli_cap_option(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from kcodec.cli import main as cli_main
+
+    path = tmp_path / "av.bin"
+    path.write_bytes(_captured(release_ranges("3.9.0")))
+    args = ["versions", "--captured", str(path), "--json", "--cap", "Fetch=0-8", "--cap", "23=none"]
+    result = CliRunner().invoke(cli_main, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["client_profile"] == {"Fetch": [0, 8], "OffsetForLeaderEpoch": None}
+    assert report["fencing"]["KIP-320"] is False
+    bad = CliRunner().invoke(cli_main, ["versions", "--captured", str(path), "--cap", "Fetch=x"])
+    assert bad.exit_code == 2 and "API=MIN-MAX" in bad.output
 
 
 # --- report / fingerprint -----------------------------------------------------------------------------

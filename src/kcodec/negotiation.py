@@ -8,9 +8,14 @@ blocking :class:`~kcodec.client.Connection` by :func:`handshake` or over an
 2. a reply with error UNSUPPORTED_VERSION (35) is read in the v0 layout (KIP-511: the broker answers
    in v0 when it does not know the request's version) and the request is retried at the highest
    ApiVersions version the broker advertises, always strictly lower than the version that failed;
-3. a reply that decodes neither at the version sent nor as v0 is recorded and the handshake falls back
-   to v0; a failure at v0 ends it. Every attempt (version sent, outcome) is recorded, nothing hangs
-   (every read has a timeout) and broker misbehaviour never raises out of :func:`handshake`.
+3. a reply that decodes neither at the version sent nor as v0 is examined for known deviations
+   (:data:`QUIRKS`): the layout of another ApiVersions version, a flexible response header, or the
+   1-byte ApiKeys count that librdkafka's mock cluster writes for v3+ requests. A recognised reply is
+   recorded with its quirk and handled by its error code (35: retry at the advertised maximum; 0:
+   not trusted, retry lower); an unrecognised one is recorded with both decode errors and the
+   handshake falls back to v0. A failure at v0 ends it. Every attempt (version sent, outcome) is
+   recorded, nothing hangs (every read has a timeout), the version only ever goes down, and broker
+   misbehaviour never raises out of :func:`handshake`.
 
 :func:`negotiate` then picks, per API, the highest version both sides support (or says why there is
 none), and :meth:`Negotiation.require` checks that a field a feature needs is available, e.g.
@@ -19,6 +24,7 @@ none), and :meth:`Negotiation.require` checks that a field a feature needs is av
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,38 +45,68 @@ from kcodec.registry import ApiInfo, api, apis
 
 __all__ = [
     "FENCING_FIELDS",
+    "QUIRKS",
     "UNSUPPORTED_VERSION",
     "ApiChoice",
     "ApiVersionsHandshake",
     "Attempt",
+    "ClientProfile",
     "FieldRequirement",
     "HandshakeResult",
     "Negotiation",
+    "QuirkReading",
     "async_handshake",
+    "diagnose_api_versions_reply",
     "field_requirement",
     "handshake",
+    "kcodec_profile",
     "negotiate",
     "ranges_from_response",
 ]
+
+# A client's ranges by API key or name: ``{"Fetch": (0, 8), 3: (0, 12)}`` (see kcodec_profile).
+ClientProfile = (
+    Mapping[int, tuple[int, int]] | Mapping[str, tuple[int, int]] | Mapping[int | str, tuple[int, int]]
+)
+
+_Cap = tuple[int, int] | None
 
 UNSUPPORTED_VERSION = 35
 API_VERSIONS_KEY = 18
 CLIENT_SOFTWARE_NAME = "kcodec"
 
-# Leader-epoch fields behind KIP-320 (fencing of fetches/offset lookups by leader epoch), KIP-359
-# (leader epoch verification on produce: only where the spec carries it) and KIP-570 (leader epoch in
-# StopReplica). (message, field) pairs; absent ones are skipped by `key_fields`.
+# Leader-epoch fields behind KIP-232 (clients detect outdated metadata and committed offsets by leader
+# epoch), KIP-320 (fetches and offset lookups fenced by the current leader epoch), KIP-359 (leader
+# epoch verification on produce: counted only where the spec carries the field, which no released
+# spec does) and KIP-570 (leader epoch in StopReplica). (kip, message, field); a field the specs do
+# not have is skipped by `Negotiation.fencing` and `key_fields`.
 FENCING_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("KIP-232", "MetadataResponse", "LeaderEpoch"),
+    ("KIP-232", "OffsetCommitRequest", "CommittedLeaderEpoch"),
+    ("KIP-232", "OffsetFetchResponse", "CommittedLeaderEpoch"),
     ("KIP-320", "FetchRequest", "CurrentLeaderEpoch"),
-    ("KIP-320", "FetchRequest", "LastFetchedEpoch"),
     ("KIP-320", "ListOffsetsRequest", "CurrentLeaderEpoch"),
     ("KIP-320", "OffsetForLeaderEpochRequest", "CurrentLeaderEpoch"),
     ("KIP-320", "MetadataResponse", "LeaderEpoch"),
-    ("KIP-320", "OffsetCommitRequest", "CommittedLeaderEpoch"),
-    ("KIP-320", "OffsetFetchResponse", "CommittedLeaderEpoch"),
     ("KIP-359", "ProduceRequest", "CurrentLeaderEpoch"),
     ("KIP-570", "StopReplicaRequest", "LeaderEpoch"),
 )
+# Other epoch fields worth labelling in `key_fields` (not fencing in the sense above).
+_OTHER_EPOCH_KIPS: dict[tuple[str, str], str] = {("FetchRequest", "LastFetchedEpoch"): "KIP-595"}
+
+# Deviations from KIP-511 that the handshake recognises in an ApiVersions reply (Attempt.quirk).
+QUIRKS: dict[str, str] = {
+    "other_version_layout": "the body is in the layout of another ApiVersions version",
+    "flexible_response_header": (
+        "a tagged-field byte follows the correlation id (ApiVersions responses always use the "
+        "non-flexible response header v0)"
+    ),
+    "int8_api_keys_count": (
+        "ErrorCode, a 1-byte ApiKeys count N (a compact array would write N+1), N entries without "
+        "tagged fields, ThrottleTimeMs, no tagged fields: the layout librdkafka's mock cluster "
+        "writes for ApiVersions v3+ requests"
+    ),
+}
 
 
 # --- the handshake -------------------------------------------------------------------------------
@@ -83,13 +119,14 @@ class Attempt:
     version: int
     outcome: str  # ok|unsupported_version|error|malformed|timeout|connection_error|protocol_error
     error_code: int | None = None
-    decoded_as: int | None = None  # the layout the reply was read in
+    decoded_as: int | None = None  # the ApiVersionsResponse version whose layout the reply was read in
     detail: str = ""
+    quirk: str | None = None  # a key of QUIRKS when the reply deviates from KIP-511 in a known way
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "version": self.version, "outcome": self.outcome, "error_code": self.error_code,
-            "decoded_as": self.decoded_as, "detail": self.detail,
+            "decoded_as": self.decoded_as, "detail": self.detail, "quirk": self.quirk,
         }
 
 
@@ -129,6 +166,68 @@ def _advertised_api_versions_max(response: Message) -> int | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class QuirkReading:
+    """What could be read from an ApiVersions reply that deviates from KIP-511 in a known way."""
+
+    quirk: str  # a key of QUIRKS
+    error_code: int
+    ranges: dict[int, tuple[int, int]]
+    decoded_as: int | None  # the ApiVersionsResponse version whose layout the body has, if any
+    detail: str
+
+    @property
+    def advertised_max(self) -> int | None:
+        found = self.ranges.get(API_VERSIONS_KEY)
+        return None if found is None else found[1]
+
+
+def diagnose_api_versions_reply(raw: bytes, sent: int | None) -> QuirkReading | None:
+    """Read an ApiVersions reply frame (size prefix included) that decodes neither at the version sent
+    (``sent``; None: unknown) nor as v0, by the deviations in :data:`QUIRKS`; None if none fits.
+    Every reading must account for every byte of the frame."""
+    info = api(API_VERSIONS_KEY)
+    expected = "neither v0 nor the version sent" if sent is None else f"neither v{sent} nor v0"
+    others = [v for v in reversed(info.versions) if v != 0 and v != sent]
+    if sent is not None:
+        others.sort(key=lambda v: (v > sent, abs(v - sent)))  # closest lower versions first
+        for v in others:
+            try:
+                body = decode_response(raw, API_VERSIONS_KEY, v, strict=True).body
+            except KcodecError:
+                continue
+            ranges = ranges_from_response(body)
+            detail = f"reply is in the ApiVersionsResponse v{v} layout ({expected})"
+            return QuirkReading("other_version_layout", int(body.error_code), ranges, v, detail)  # type: ignore[attr-defined]
+    payload = raw[8:]  # after the size prefix and the correlation id (response header v0)
+    if len(payload) >= 7:
+        count = payload[2]
+        if len(payload) == 3 + 6 * count + 4:
+            (code,) = struct.unpack_from(">h", payload)
+            ranges = {k: (lo, hi) for k, lo, hi in struct.iter_unpack(">hhh", payload[3 : 3 + 6 * count])}
+            detail = (
+                f"reply is {expected}: error code {code}, a 1-byte ApiKeys count of {count} (a compact "
+                f"array of {count} would write {count + 1}), entries without tagged fields, ThrottleTimeMs, "
+                "no tagged fields (the layout librdkafka's mock cluster writes for ApiVersions v3+ requests)"
+            )
+            return QuirkReading("int8_api_keys_count", code, ranges, None, detail)
+    if len(raw) > 8 and raw[8] == 0:
+        stripped = struct.pack(">i", len(raw) - 5) + raw[4:8] + raw[9:]
+        for v in dict.fromkeys(x for x in (sent, 0) if x is not None):
+            try:
+                body = decode_response(stripped, API_VERSIONS_KEY, v, strict=True).body
+            except KcodecError:
+                continue
+            detail = (
+                f"reply is {expected}: a tagged-field byte follows the correlation id (a flexible response "
+                f"header; ApiVersions responses always use header v0), then a v{v} body"
+            )
+            return QuirkReading(
+                "flexible_response_header", int(body.error_code), ranges_from_response(body), v, detail  # type: ignore[attr-defined]
+            )
+    return None
+
+
 class ApiVersionsHandshake:
     """The handshake as a state machine: ``request()`` → send it → ``feed(raw reply)``; repeat while
     ``done`` is false. ``feed_failure`` records a timeout or broken connection (which ends it)."""
@@ -160,7 +259,7 @@ class ApiVersionsHandshake:
         return decode_response(raw, API_VERSIONS_KEY, version, strict=True).body
 
     def feed(self, raw: bytes) -> None:
-        """Take the raw reply frame to the request sent at ``self.version``."""
+        """Take the raw reply frame (size prefix included) to the request sent at ``self.version``."""
         sent = self.version
         attempts = self.result.attempts
         body: Message | None = None
@@ -176,12 +275,18 @@ class ApiVersionsHandshake:
                 body, decoded_as = self._decode(raw, 0), 0
             except KcodecError as e:
                 if body is None:
+                    reading = diagnose_api_versions_reply(raw, sent)
+                    if reading is not None:
+                        return self._feed_quirk(sent, reading)
                     detail = f"reply matches neither layout ({first_problem}; v0 layout: {e})"
                     attempts.append(Attempt(sent, "malformed", None, None, detail))
                     return self._retry(0, detail)
         if body is None:  # sent == 0 and v0 did not decode
-            attempts.append(Attempt(sent, "malformed", None, None, first_problem))
-            return self._fail(f"ApiVersions v0 reply does not decode: {first_problem}")
+            reading = diagnose_api_versions_reply(raw, sent)
+            detail = first_problem if reading is None else f"{first_problem}; {reading.detail}"
+            quirk = None if reading is None else reading.quirk
+            attempts.append(Attempt(sent, "malformed", None, None, detail, quirk))
+            return self._fail(f"ApiVersions v0 reply does not decode: {detail}")
         code = int(body.error_code)  # type: ignore[attr-defined]
         if code == 0:
             if decoded_as != sent:
@@ -194,19 +299,44 @@ class ApiVersionsHandshake:
             self.done = True
             return None
         if code == UNSUPPORTED_VERSION:
-            advertised = _advertised_api_versions_max(body)
-            if advertised is None:
-                nxt, why = 0, "broker advertised no ApiVersions range"
-            elif advertised >= sent:
-                nxt, why = sent - 1, f"broker advertised ApiVersions max v{advertised}, not below v{sent}"
-            else:
-                nxt, why = advertised, f"broker advertised ApiVersions max v{advertised}"
-            nxt = max(self._info.min_version, min(nxt, self._info.max_version))
+            nxt, why = self._lower(sent, _advertised_api_versions_max(body))
             attempts.append(Attempt(sent, "unsupported_version", code, decoded_as, why))
             if sent == 0:
                 return self._fail("broker rejected ApiVersions v0 as unsupported")
             return self._retry(nxt, why)
         attempts.append(Attempt(sent, "error", code, decoded_as, f"error code {code}"))
+        return self._fail(f"ApiVersions v{sent} failed with error code {code}")
+
+    def _lower(self, sent: int, advertised: int | None) -> tuple[int, str]:
+        """The version to retry at after ``sent`` was rejected, and why."""
+        if advertised is None:
+            nxt, why = 0, "broker advertised no ApiVersions range"
+        elif advertised >= sent:
+            nxt, why = sent - 1, f"broker advertised ApiVersions max v{advertised}, not below v{sent}"
+        else:
+            nxt, why = advertised, f"broker advertised ApiVersions max v{advertised}"
+        return max(self._info.min_version, min(nxt, self._info.max_version)), why
+
+    def _feed_quirk(self, sent: int, reading: QuirkReading) -> None:
+        """A reply that is neither v``sent`` nor v0 but deviates in a known way (see :data:`QUIRKS`)."""
+        nxt, why = self._lower(sent, reading.advertised_max)
+        code = reading.error_code
+        if code == UNSUPPORTED_VERSION:
+            detail = f"{reading.detail}; {why}"
+            self.result.attempts.append(
+                Attempt(sent, "unsupported_version", code, reading.decoded_as, detail, reading.quirk)
+            )
+            return self._retry(nxt, why)
+        if code == 0:  # not trusted: ask again at a lower version, where the broker may be correct
+            if reading.decoded_as is not None and reading.decoded_as < sent:
+                nxt = reading.decoded_as
+            detail = f"{reading.detail}; not used: retrying at v{nxt}"
+            self.result.attempts.append(
+                Attempt(sent, "malformed", code, reading.decoded_as, detail, reading.quirk)
+            )
+            return self._retry(nxt, detail)
+        detail = f"{reading.detail}; error code {code}"
+        self.result.attempts.append(Attempt(sent, "error", code, reading.decoded_as, detail, reading.quirk))
         return self._fail(f"ApiVersions v{sent} failed with error code {code}")
 
     def feed_failure(self, outcome: str, detail: str) -> None:
@@ -285,6 +415,9 @@ class FieldRequirement:
     versions: tuple[int, ...]  # versions of the message that carry the field
     negotiated: int | None
     usable: tuple[int, ...]  # versions that carry the field and both sides support
+    broker: tuple[int, int] | None = None  # the broker's range of the API
+    client: tuple[int, int] | None = None  # the client's (kcodec's or the profile's) range of the API
+    no_version_reason: str | None = None  # why no version is negotiated (ApiChoice.reason)
 
     @property
     def since(self) -> int | None:
@@ -296,15 +429,25 @@ class FieldRequirement:
 
     @property
     def reason(self) -> str:
+        name = f"{self.message}.{self.field}"
         if self.available:
-            return f"{self.message}.{self.field} is available at v{self.usable[0]}-v{self.usable[-1]}"
+            return f"{name} is available at v{self.usable[0]}-v{self.usable[-1]}"
         if not self.versions:
             return f"{self.message} has no field {self.field!r} at any version kcodec knows"
         if self.negotiated is None:
-            return f"{self.message}.{self.field} needs v{self.since}+; no version is shared with the broker"
+            why = self.no_version_reason or "no version is shared with the broker"
+            return f"{name} needs v{self.since}+; no version is negotiated: {why}"
+        if self.negotiated < self.versions[0]:
+            b, c = self.broker, self.client
+            if b is not None and c is not None and c[1] < b[1]:
+                return (
+                    f"{name} needs v{self.since}+, but the client profile goes only up to v{c[1]} "
+                    f"(the broker up to v{b[1]})"
+                )
+            return f"{name} needs v{self.since}+, but the broker supports only up to v{self.negotiated}"
         return (
-            f"{self.message}.{self.field} needs v{self.since}+, "
-            f"but the broker supports only up to v{self.negotiated}"
+            f"{name} exists only at v{self.versions[0]}-v{self.versions[-1]}, none of which both sides "
+            f"support (up to v{self.negotiated})"
         )
 
 
@@ -357,7 +500,17 @@ class Negotiation:
         if c is not None and c.version is not None and c.broker is not None and c.client is not None:
             lo = max(c.broker[0], c.client[0])
             usable = tuple(v for v in versions if lo <= v <= c.version)
-        return FieldRequirement(message_name, field_name, info.key, versions, negotiated, usable)
+        return FieldRequirement(
+            message_name,
+            field_name,
+            info.key,
+            versions,
+            negotiated,
+            usable,
+            c.broker if c is not None else None,
+            c.client if c is not None else None,
+            c.reason if c is not None else "neither side offers this API",
+        )
 
     def require(self, message_name: str, field_name: str) -> FieldRequirement:
         """Like :meth:`check` but raises ``FieldUnavailableError`` (with the reason) if unavailable."""
@@ -379,8 +532,20 @@ class Negotiation:
             out[kip] = out.get(kip, True) and req.available
         return out
 
+    def fencing_gaps(self) -> dict[str, list[str]]:
+        """Per KIP that :meth:`fencing` reports unavailable: the reason of each field that is missing."""
+        out: dict[str, list[str]] = {}
+        for kip, message, fname in FENCING_FIELDS:
+            try:
+                req = self.check(message, fname)
+            except UnknownMessageError:
+                continue
+            if req.versions and not req.available:
+                out.setdefault(kip, []).append(req.reason)
+        return out
 
-def _client_ranges(profile: Mapping[int | str, tuple[int, int]] | None) -> dict[int, tuple[int, int]]:
+
+def _client_ranges(profile: ClientProfile | None) -> dict[int, tuple[int, int]]:
     ranges = {a.key: (a.min_version, a.max_version) for a in apis()}
     if profile is None:
         return ranges
@@ -395,9 +560,31 @@ def _client_ranges(profile: Mapping[int | str, tuple[int, int]] | None) -> dict[
     return out
 
 
+def kcodec_profile(
+    caps: Mapping[int, _Cap] | Mapping[str, _Cap] | Mapping[int | str, _Cap] | None = None,
+) -> dict[int, tuple[int, int]]:
+    """A client profile for :func:`negotiate`: every API kcodec has codecs for at its full range, with
+    ``caps`` (by API name or key) narrowing some: ``(min, max)`` is intersected with kcodec's range
+    (an empty intersection is kept as given, so negotiation reports it), ``None`` drops the API.
+
+    ``kcodec_profile({"Fetch": (0, 8), "OffsetForLeaderEpoch": None})`` models a client without
+    KIP-320 fetch fencing.
+    """
+    ranges: dict[int, tuple[int, int]] = {a.key: (a.min_version, a.max_version) for a in apis()}
+    for name_or_key, cap in (caps or {}).items():
+        info = api(name_or_key)
+        if cap is None:
+            ranges.pop(info.key, None)
+            continue
+        lo, hi = cap
+        klo, khi = info.min_version, info.max_version
+        ranges[info.key] = (max(lo, klo), min(hi, khi)) if max(lo, klo) <= min(hi, khi) else (lo, hi)
+    return ranges
+
+
 def negotiate(
     broker_ranges: Mapping[int, tuple[int, int]] | Message | HandshakeResult,
-    client_profile: Mapping[int | str, tuple[int, int]] | None = None,
+    client_profile: ClientProfile | None = None,
 ) -> Negotiation:
     """Per API, the highest version both the broker and the client support, or the reason none exists.
 
@@ -439,30 +626,36 @@ def negotiate(
 
 
 def key_fields(api_key: int, version: int) -> list[str]:
-    """Leader-epoch (fencing) and other ``*Epoch`` request/response fields present at ``version``,
-    as ``"FetchRequest.CurrentLeaderEpoch (v9+, KIP-320)"``."""
+    """Leader-epoch (fencing) fields, and FetchRequest.LastFetchedEpoch, present at ``version`` in the
+    API's request or response, as ``"FetchRequest.CurrentLeaderEpoch (v9+, KIP-320)"``."""
     info = _info_or_none(api_key)
     if info is None or version not in info.sources:
         return []
-    kips = {(m, f): k for k, m, f in FENCING_FIELDS}
+    kips: dict[tuple[str, str], list[str]] = {}
+    for k, m, f in FENCING_FIELDS:
+        kips.setdefault((m, f), []).append(k)
+    for (m, f), k in _OTHER_EPOCH_KIPS.items():
+        kips.setdefault((m, f), []).append(k)
     out: list[str] = []
     for message in (info.request, info.response):
         names = _epoch_field_names(message)
         for fname in names:
             versions = field_requirement(message, fname)
             if version in versions:
-                kip = kips.get((message, fname))
-                out.append(f"{message}.{fname} (v{versions[0]}+{', ' + kip if kip else ''})")
+                labels = "".join(f", {k}" for k in sorted(kips.get((message, fname), [])))
+                out.append(f"{message}.{fname} (v{versions[0]}+{labels})")
     return out
 
 
 def _epoch_field_names(message: str) -> list[str]:
+    """Names of the message's ``*LeaderEpoch*`` fields and of those labelled in ``_OTHER_EPOCH_KIPS``."""
     mi = message_info(message)
+    extra = {f for m, f in _OTHER_EPOCH_KIPS if m == message}
     seen: list[str] = []
-    for struct in mi.structs.values():
-        for fields in struct.by_set.values():
+    for struct_info in mi.structs.values():
+        for fields in struct_info.by_set.values():
             for f in fields:
-                if "LeaderEpoch" in f.name and f.name not in seen:
+                if ("LeaderEpoch" in f.name or f.name in extra) and f.name not in seen:
                     seen.append(f.name)
     return seen
 
@@ -473,8 +666,6 @@ def _epoch_field_names(message: str) -> list[str]:
 def _captured_handshake(data: bytes) -> HandshakeResult:
     """Read a captured ApiVersionsResponse (a frame, size prefix included, or without the prefix)
     at each version kcodec knows, newest first; the first strict decode without an error wins."""
-    import struct
-
     frame = bytes(data)
     if len(frame) < 4 or struct.unpack_from(">i", frame)[0] != len(frame) - 4:
         frame = struct.pack(">i", len(frame)) + frame
@@ -495,24 +686,45 @@ def _captured_handshake(data: bytes) -> HandshakeResult:
         result.version, result.response = v, body
         return result
     result.error = "the captured bytes are no ApiVersionsResponse kcodec can read without an error code"
+    reading = diagnose_api_versions_reply(frame, None)
+    if reading is not None:
+        result.error += f"; {reading.detail}"
     return result
+
+
+def _profile_differences(profile: ClientProfile | None) -> dict[str, Any] | None:
+    """How a client profile differs from kcodec's own ranges: ``{api_name: [min, max] | None}``."""
+    if profile is None:
+        return None
+    client = _client_ranges(profile)
+    out: dict[str, Any] = {}
+    for a in apis():
+        got = client.get(a.key)
+        if got != (a.min_version, a.max_version):
+            out[a.name] = None if got is None else list(got)
+    return out
 
 
 def versions_report(
     target: str | tuple[str, int] | bytes | bytearray | memoryview,
     *,
     timeout: float = 5.0,
-    client_profile: Mapping[int | str, tuple[int, int]] | None = None,
+    client_profile: ClientProfile | None = None,
 ) -> dict[str, Any]:
     """The version report of one broker (``"host:port"`` or ``(host, port)``: runs the handshake) or of
     captured ApiVersionsResponse bytes. JSON-serialisable::
 
         {"source": ..., "apis": [{"api_key", "api_name", "broker_min", "broker_max", "kcodec_min",
           "kcodec_max", "negotiated", "reason", "key_fields": [...]}, ...],
-         "fencing": {"KIP-320": bool, ...}, "fingerprint": {...}, "handshake": {"attempts": [...], ...}}
+         "fencing": {"KIP-320": bool, ...}, "fencing_gaps": {"KIP-320": [reason, ...], ...},
+         "fingerprint": {...}, "handshake": {"attempts": [...], ...},
+         "client_profile": None | {api_name: [min, max] | None}}
 
     ``negotiated`` is None when there is no common version (``reason`` says why). Only APIs the broker
-    advertises are listed. Never raises for an unreachable or misbehaving broker: see ``handshake``.
+    advertises are listed. ``kcodec_min``/``kcodec_max`` are the client side's range: kcodec's codecs,
+    or ``client_profile`` (see :func:`kcodec_profile`) when given, whose differences from kcodec's
+    ranges are listed under ``client_profile``. Never raises for an unreachable or misbehaving broker:
+    see ``handshake``.
     """
     from kcodec.fingerprint import fingerprint
 
@@ -534,14 +746,13 @@ def versions_report(
     rows: list[dict[str, Any]] = []
     for key in sorted(broker):
         c = nego.choices[key]
-        info = _info_or_none(key)
         rows.append({
             "api_key": key,
             "api_name": c.api_name,
             "broker_min": broker[key][0],
             "broker_max": broker[key][1],
-            "kcodec_min": info.min_version if info is not None else None,
-            "kcodec_max": info.max_version if info is not None else None,
+            "kcodec_min": c.client[0] if c.client is not None else None,
+            "kcodec_max": c.client[1] if c.client is not None else None,
             "negotiated": c.version,
             "reason": c.reason,
             "key_fields": key_fields(key, c.version) if c.version is not None else [],
@@ -550,8 +761,10 @@ def versions_report(
         "source": source,
         "apis": rows,
         "fencing": nego.fencing() if result.ok else {},
+        "fencing_gaps": nego.fencing_gaps() if result.ok else {},
         "fingerprint": fingerprint(broker),
         "handshake": result.to_dict(),
+        "client_profile": _profile_differences(client_profile),
     }
 
 
@@ -562,12 +775,17 @@ def render_versions_report(report: Mapping[str, Any]) -> str:
     for a in hs["attempts"]:
         code = "" if a["error_code"] is None else f" error_code={a['error_code']}"
         layout = "" if a["decoded_as"] is None else f" read as v{a['decoded_as']}"
-        line = f"  handshake: sent v{a['version']}: {a['outcome']}{code}{layout} {a['detail']}"
+        quirk = "" if a.get("quirk") is None else f" [{a['quirk']}]"
+        line = f"  handshake: sent v{a['version']}: {a['outcome']}{code}{layout}{quirk} {a['detail']}"
         lines.append(line.rstrip())
     if not hs["ok"]:
         lines.append(f"  handshake failed: {hs['error']}")
         return "\n".join(lines) + "\n"
     lines.append(f"  handshake succeeded at ApiVersions v{hs['version']}")
+    caps = report.get("client_profile")
+    if caps:
+        shown = ", ".join(f"{k} {'-' if v is None else f'{v[0]}-{v[1]}'}" for k, v in caps.items())
+        lines.append(f"  client profile (the 'kcodec' column) differs from kcodec's codecs: {shown}")
     lines.append("")
     header = f"{'key':>4}  {'api':<32} {'broker':>9} {'kcodec':>9} {'use':>4}  key fields / reason"
     lines.append(header)
@@ -582,5 +800,7 @@ def render_versions_report(report: Mapping[str, Any]) -> str:
     if report["fencing"]:
         kips = report["fencing"].items()
         lines.append("fencing: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in kips))
+        for kip, reasons in report.get("fencing_gaps", {}).items():
+            lines.extend(f"  {kip} no: {reason}" for reason in reasons)
     lines.append("fingerprint: " + report["fingerprint"]["verdict"])
     return "\n".join(lines) + "\n"
