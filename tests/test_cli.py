@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import importlib
 import json
 import socket
@@ -217,6 +218,116 @@ def test_decode_capture_unreadable_file(tmp_path: Path) -> None:
     bogus.write_bytes(b"this is not a capture file at all")
     result = CliRunner().invoke(main, ["decode-capture", str(bogus)])
     assert result.exit_code == 1 and "Error" in result.output and "Traceback" not in result.output
+
+
+def _produce_records(frame: dict[str, Any]) -> Any:
+    return frame["body"]["topicData"][0]["partitionData"][0]["records"]
+
+
+def test_decode_capture_records_expanded_json() -> None:
+    raw = json_lines(run("decode-capture", str(SAMPLE), "--json").output)
+    text = json_lines(run("decode-capture", str(SAMPLE), "--json", "--records", "text").output)
+    b64 = json_lines(run("decode-capture", str(SAMPLE), "--json", "--records", "base64").output)
+    assert len(raw) == len(text) == len(b64)
+    produces = [
+        i for i, f in enumerate(raw) if f.get("api_name") == "Produce" and f["direction"] == "request"
+    ]
+    assert len(produces) == 2
+    for i in produces:
+        assert isinstance(_produce_records(raw[i]), str)  # default: Kafka JSON's base64 blob
+        view = _produce_records(text[i])
+        assert view["sizeInBytes"] == len(base64.b64decode(_produce_records(raw[i])))
+        (batch,) = view["batches"]
+        assert batch["magic"] == 2 and batch["compression"] == "none" and batch["baseOffset"] == 0
+        for n, rec in enumerate(batch["records"]):
+            assert rec["key"] == f"key-{n}" and rec["headers"] == [
+                {"key": "source", "value": "make_sample_capture"}
+            ]
+        b64_batch = _produce_records(b64[i])["batches"][0]
+        assert b64_batch["records"][0]["key"] == base64.b64encode(b"key-0").decode()
+    first = _produce_records(text[produces[0]])["batches"][0]["records"]
+    assert [r["value"] for r in first] == ["hello", "kafka", "wire"]
+    # Fetch responses: the consumer reads the five records back, at their log offsets
+    fetched = [
+        (r["offset"], r["value"])
+        for f in text
+        if f.get("api_name") == "Fetch" and f["direction"] == "response"
+        for t in f["body"]["responses"]
+        for p in t["partitions"]
+        for b in p["records"]["batches"]
+        for r in b["records"]
+    ]
+    assert fetched == [(0, "hello"), (1, "kafka"), (2, "wire"), (3, "protocol"), (4, "kcodec")]
+
+
+def test_decode_capture_records_table() -> None:
+    result = run("decode-capture", str(SAMPLE), "--records", "text")
+    assert result.exit_code == 0
+    assert "kcodec-sample/0: 192B 1 batch 3 records" in result.output
+    assert "@0 key='key-0' value='hello' headers=source='make_sample_capt..." in result.output
+    assert "@4 key='key-1' value='kcodec'" in result.output  # from a Fetch response
+    plain = run("decode-capture", str(SAMPLE))
+    assert "@0 key=" not in plain.output
+
+
+def test_decode_capture_bad_records_do_not_crash(tmp_path: Path) -> None:
+    """Produce requests with a CRC-corrupt batch, a corrupt record, a truncated tail, bad framing."""
+    import crc32c
+
+    from kcodec.records import NewRecord, build_batch
+
+    good = build_batch([NewRecord(b"ok-0", key=b"k")], base_offset=0)
+    crc_bad = bytearray(build_batch([NewRecord(b"crc"), NewRecord(b"\xff")], base_offset=1))
+    crc_bad[17] ^= 0x01
+    magic_bad = bytearray(build_batch([NewRecord(b"zzz")], base_offset=9))
+    magic_bad[16] = 9
+    head = bytearray(good[:61])
+    head[8:12] = struct.pack(">i", 49 + len(good) - 61 - 2)
+    head[17:21] = struct.pack(">I", crc32c.crc32c(bytes(head[21:]) + good[61:-2]))
+    cut = bytes(head) + good[61:-2]
+    produce = kcodec.message_class("ProduceRequest")
+    f = Flow(40030, 9092, 400.0).handshake()
+    for corr, records in (
+        (1, good + bytes(crc_bad) + good[:30]),  # corrupt CRC, then 30 bytes of an incomplete batch
+        (2, good + bytes(magic_bad)),  # unknown magic: nothing after it can be framed
+        (3, cut),  # length and CRC fixed, but the record inside is cut short
+    ):
+        req = produce(
+            acks=1,
+            timeout_ms=100,
+            topic_data=[
+                produce.TopicProduceData(
+                    name="bad", partition_data=[produce.PartitionProduceData(index=2, records=records)]
+                )
+            ],
+        )
+        f.client(kcodec.encode_request(req, 9, correlation_id=corr))
+    path = tmp_path / "bad-records.pcap"
+    _write_pcap(path, [f])
+    result = run("decode-capture", str(path), "--json", "--records", "text")
+    assert result.exit_code == 0
+    frames = [e for e in json_lines(result.output) if e["type"] == "frame"]
+    assert [fr["error"] for fr in frames] == [None, None, None]  # the frames decode; records report
+    v1, v2, v3 = (_produce_records(fr) for fr in frames)
+    assert [b["records"][0]["value"] for b in v1["batches"]] == ["ok-0", "crc"]
+    assert v1["batches"][1]["error"]["type"] == "CrcMismatchError"
+    assert v1["batches"][1]["records"][1] == {
+        "offset": 2,
+        "timestamp": -1,
+        "key": None,
+        "valueBase64": "/w==",
+        "headers": [],
+    }
+    assert v1["truncatedBytes"] == 30
+    assert len(v2["batches"]) == 1 and "unknown magic 9" in v2["error"]["message"]
+    (b3,) = v3["batches"]
+    assert b3["records"] == [] and b3["recordsError"]["type"] == "CorruptRecordError"
+    assert b3["recordsError"]["baseOffset"] == 0 and "error" not in v3
+    table = run("decode-capture", str(path), "--records", "text")
+    assert table.exit_code == 0 and "Traceback" not in table.output
+    assert "bad/2:" in table.output and "CRC32C mismatch" in table.output
+    assert "(30 bytes of an incomplete last batch)" in table.output and "unknown magic 9" in table.output
+    assert "errors: CorruptRecordError" in table.output
 
 
 # --- capture module on a synthetic pcap -------------------------------------------------------------

@@ -340,6 +340,62 @@ def test_property_build_decode(data: st.DataObject) -> None:
         assert build_batch(got, compression=codec, base_offset=base, **kw) == built
 
 
+def _careful_records(buf: bytes, count: int) -> tuple[list[Record], tuple[str, str, int] | None]:
+    """Reference: every record through the careful parser (what the fast path must agree with)."""
+    from kcodec.records.batch import _parse_one
+
+    out: list[Record] = []
+    pos = 0
+    try:
+        for _ in range(count):
+            record, pos = _parse_one(buf, pos, 100, 1000, None)
+            out.append(record)
+        if pos != len(buf):
+            raise DecodeError(
+                f"{len(buf) - pos} bytes left after the {count} records the header declares", pos
+            )
+    except (DecodeError, IndexError) as e:
+        at = e.offset if isinstance(e, DecodeError) else pos
+        reason = e.reason if isinstance(e, DecodeError) else "record runs past the end of the batch"
+        return out, ("CorruptRecordError", f"batch at offset 100: {reason}", 61 + at)
+    return out, None
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_fast_record_parser_agrees_with_careful_parser(data: st.DataObject) -> None:
+    """The inlined fast path yields exactly what the careful parser yields, errors included."""
+    from kcodec.records.batch import _parse_records
+
+    opt_bytes = st.none() | st.binary(max_size=40) | st.sampled_from([b"x" * 200, b"y" * 9000, b"z" * 20000])
+    headers = st.lists(
+        st.tuples(st.sampled_from(["a", "\u00e9", "k" * 70]), opt_bytes), max_size=3
+    ) | st.just([("h", b"")] * 70)
+    ts = st.sampled_from([0, 1, 100, 70_000, 2**40])
+    recs = data.draw(
+        st.lists(
+            st.builds(NewRecord, opt_bytes, key=opt_bytes, headers=headers, timestamp=ts),
+            min_size=1,
+            max_size=6,
+        )
+    )
+    body = bytearray(build_batch(recs)[61:])
+    for pos, byte in data.draw(
+        st.lists(st.tuples(st.integers(0, len(body) - 1), st.integers(0, 255)), max_size=4)
+    ):
+        body[pos] = byte
+    body = body[: data.draw(st.integers(0, len(body)))] if data.draw(st.booleans()) else body
+    count = max(0, len(recs) + data.draw(st.sampled_from([0, 0, 1, -1])))
+    got: list[Record] = []
+    error = None
+    try:
+        for r in _parse_records(bytes(body), count, 100, 1000, None, 61, False):
+            got.append(r)
+    except CorruptRecordError as e:
+        error = (type(e).__name__, str(e).split(" at byte ")[0], e.offset)
+    assert (got, error) == _careful_records(bytes(body), count)
+
+
 # --- errors --------------------------------------------------------------------------------------
 
 
@@ -425,7 +481,8 @@ def test_corrupt_compressed_data(codec: Compression) -> None:
     batch = next(iter_batches(_rewrap_v2(good, garbage)))  # header-only: no error yet
     with pytest.raises((DecompressionError, CorruptRecordError)) as exc:
         list(batch.records())
-    assert exc.value.base_offset == 42 and exc.value.offset == 61
+    # lz4: the error names the frame's flag byte (byte 4 of the frame: now an unknown frame version)
+    assert exc.value.base_offset == 42 and exc.value.offset == 61 + (4 if codec is Compression.LZ4 else 0)
 
 
 @pytest.mark.parametrize(
@@ -477,17 +534,166 @@ def test_lz4_kafka_3160_and_foreign_frames() -> None:
     broken = lz4frame.compress(payload, broken_header_checksum=True)
     correct = lz4frame.compress(payload)
     assert broken[6] != correct[6] and broken[:6] == correct[:6]
-    for frame in (broken, correct, bytes(cramjam.lz4.compress(payload))):  # cramjam: linked blocks
+    for frame in (correct, bytes(cramjam.lz4.compress(payload))):  # cramjam: linked blocks
         assert comp.decompress(Compression.LZ4, frame) == payload
+    # KAFKA-3160: the broken header checksum is accepted for magic 0 and 1 only
+    for magic in (0, 1):
+        assert comp.decompress(Compression.LZ4, broken, magic=magic) == payload
+    with pytest.raises(comp.CodecError, match="header checksum mismatch") as exc:
+        comp.decompress(Compression.LZ4, broken)
+    assert exc.value.position == 6
     bad = bytearray(correct)
     bad[6] ^= 0xFF
-    with pytest.raises(comp.CodecError, match="header checksum"):
-        comp.decompress(Compression.LZ4, bytes(bad))
+    for magic in (0, 1, 2):
+        with pytest.raises(comp.CodecError, match="header checksum"):
+            comp.decompress(Compression.LZ4, bytes(bad), magic=magic)
     # magic 0 lz4 messages are written with the broken checksum, magic 1 with the correct one
     m0 = build_batch([NewRecord(payload)], magic=0, compression="lz4")
     m1 = build_batch([NewRecord(payload)], magic=1, compression="lz4")
     assert m0[26 + 6] == broken[6] and m1[34 + 6] == correct[6]  # value (the frame) at 26 / 34
     assert _decode_all(m0)[0].value == payload and _decode_all(m1)[0].value == payload
+    # a magic 1 wrapper with the KAFKA-3160 checksum (old clients) is read too
+    m1_broken = _rewrap_legacy(m1, _legacy_inner(m1, magic=1, broken=True))
+    assert _decode_all(m1_broken)[0].value == payload
+
+
+# --- lz4 frame checksums ---------------------------------------------------------------------------
+
+
+def _xxh32(data: bytes) -> int:
+    import xxhash
+
+    return xxhash.xxh32_intdigest(data)
+
+
+def _hand_frame(content: bytes, *, block_checksum: bool, content_checksum: bool) -> bytes:
+    """An LZ4 frame of raw (stored) blocks of 60000 bytes, written by hand from the frame format spec."""
+    blocks = [content[i : i + 60000] for i in range(0, len(content), 60000)]
+    flg = 0x40 | 0x20 | (0x10 if block_checksum else 0) | (0x04 if content_checksum else 0)
+    descriptor = bytes((flg, 0x40))
+    out = bytearray(struct.pack("<I", 0x184D2204) + descriptor)
+    out.append((_xxh32(descriptor) >> 8) & 0xFF)
+    for block in blocks:
+        out += struct.pack("<I", len(block) | 0x80000000) + block
+        if block_checksum:
+            out += struct.pack("<I", _xxh32(block))
+    out += b"\0\0\0\0"
+    if content_checksum:
+        out += struct.pack("<I", _xxh32(b"".join(blocks)))
+    return bytes(out)
+
+
+def _lz4_frames(payload: bytes) -> dict[str, bytes]:
+    """Frames with header, block and content checksums: by hand, and by the reference C library."""
+    frames = {"hand": _hand_frame(payload, block_checksum=True, content_checksum=True)}
+    lz4_frame = pytest.importorskip("lz4.frame", reason="python-lz4 is not installed")
+    for linked in (False, True):
+        frames["lz4-linked" if linked else "lz4-independent"] = lz4_frame.compress(
+            payload, block_linked=linked, block_checksum=True, content_checksum=True, store_size=True
+        )
+    return frames
+
+
+def _checksum_positions(frame: bytes) -> dict[str, int]:
+    """Position of the header checksum, the first block checksum and the content checksum."""
+    flg = frame[4]
+    pos = 6 + (8 if flg & 0x08 else 0)
+    out = {"header": pos}
+    pos += 1
+    (size,) = struct.unpack_from("<I", frame, pos)
+    out["block"] = pos + 4 + (size & 0x7FFFFFFF)
+    out["content"] = len(frame) - 4
+    return out
+
+
+def _legacy_inner(wrapper: bytes, *, magic: int, broken: bool) -> bytes:
+    """The lz4 frame of a magic 0/1 wrapper, with its header checksum made broken/correct."""
+    value_at = 26 if magic == 0 else 34
+    frame = bytearray(wrapper[value_at:])
+    descriptor = bytes(frame[4:6])
+    frame[6] = (_xxh32((b"\x04\x22\x4d\x18" if broken else b"") + descriptor) >> 8) & 0xFF
+    return bytes(frame)
+
+
+def _rewrap_legacy(wrapper: bytes, value: bytes) -> bytes:
+    """A magic 0/1 wrapper message (null key) with its value replaced; size and CRC fixed."""
+    magic = wrapper[16]
+    value_at = 26 if magic == 0 else 34
+    body = wrapper[16 : value_at - 4] + struct.pack(">i", len(value)) + value
+    return wrapper[:8] + struct.pack(">iI", len(body) + 4, zlib.crc32(body)) + body
+
+
+def test_lz4_checksums_verified() -> None:
+    payload = os.urandom(40000) + b"kafka " * 20000
+    for name, frame in _lz4_frames(payload).items():
+        assert comp.decompress(Compression.LZ4, frame) == payload, name
+        assert frame[4] & 0x14 == 0x14, name  # block and content checksum flags set
+        for what, at in _checksum_positions(frame).items():
+            bad = bytearray(frame)
+            bad[at] ^= 0x01
+            with pytest.raises(comp.CodecError, match=f"{what} checksum mismatch") as exc:
+                comp.decompress(Compression.LZ4, bytes(bad))
+            assert exc.value.position == at, (name, what)
+        # a corrupt block is caught by its checksum before the decompressor sees it
+        bad = bytearray(frame)
+        bad[_checksum_positions(frame)["block"] - 10] ^= 0xFF
+        with pytest.raises(comp.CodecError, match="block checksum mismatch"):
+            comp.decompress(Compression.LZ4, bytes(bad))
+        # no content checksum after the end mark: truncated
+        with pytest.raises(comp.CodecError, match="truncated"):
+            comp.decompress(Compression.LZ4, frame[:-4])
+
+
+@pytest.mark.parametrize("what", ["header", "block", "content"])
+def test_lz4_checksum_mismatch_in_batches(what: str) -> None:
+    """A corrupt checksum inside a (CRC-valid) batch is a DecompressionError naming batch and byte."""
+    payload = b"".join(b"value-%05d;" % i for i in range(8000))
+    v2 = build_batch([NewRecord(payload, key=b"k")], compression="lz4", base_offset=42)
+    body = comp.decompress(Compression.LZ4, v2[61:])
+    for name, frame in _lz4_frames(body).items():
+        assert _decode_all(_rewrap_v2(v2, frame))[0].value == payload, name
+        at = _checksum_positions(frame)[what]
+        bad = bytearray(frame)
+        bad[at] ^= 0x40
+        (batch,) = iter_batches(_rewrap_v2(v2, bytes(bad)))  # the batch CRC covers the corrupt frame
+        with pytest.raises(DecompressionError, match=f"LZ4 {what} checksum mismatch") as exc:
+            list(batch.records())
+        assert exc.value.base_offset == 42 and exc.value.offset == 61 + at, name
+        assert "batch at offset 42" in str(exc.value)
+    # magic 0/1 wrappers: the error points into the wrapper's value
+    for magic in (0, 1):
+        wrapper = build_batch([NewRecord(payload)], magic=magic, compression="lz4", base_offset=7)
+        inner = comp.decompress(Compression.LZ4, _legacy_inner(wrapper, magic=magic, broken=False))
+        frame = _hand_frame(inner, block_checksum=True, content_checksum=True)
+        assert _decode_all(_rewrap_legacy(wrapper, frame))[0].value == payload
+        at = _checksum_positions(frame)[what]
+        bad = bytearray(frame)
+        bad[at] ^= 0x40
+        (batch,) = iter_batches(_rewrap_legacy(wrapper, bytes(bad)))
+        with pytest.raises(DecompressionError, match=f"LZ4 {what} checksum mismatch") as exc:
+            list(batch.records())
+        assert exc.value.base_offset == 7 and exc.value.offset == (26 if magic == 0 else 34) + at
+
+
+def test_lz4_content_size_checked() -> None:
+    lz4_frame = pytest.importorskip("lz4.frame", reason="python-lz4 is not installed")
+    payload = b"abc" * 5000
+    frame = bytearray(lz4_frame.compress(payload, block_linked=False, store_size=True))
+    assert comp.decompress(Compression.LZ4, bytes(frame)) == payload
+    frame[6:14] = struct.pack("<Q", len(payload) + 1)
+    frame[14] = (_xxh32(bytes(frame[4:14])) >> 8) & 0xFF
+    with pytest.raises(comp.CodecError, match="declares 15001 bytes but holds 15000"):
+        comp.decompress(Compression.LZ4, bytes(frame))
+
+
+def test_lz4_linked_blocks_bomb_guard() -> None:
+    payload = bytes(6 << 20)
+    frame = bytes(cramjam.lz4.compress(payload))  # linked blocks: decoded by cramjam as a whole
+    assert frame[4] & 0x20 == 0
+    assert comp.decompress(Compression.LZ4, frame) == payload
+    with pytest.raises(comp.SizeLimitError, match="more than 1048576"):
+        comp.decompress(Compression.LZ4, frame, max_size=1 << 20)
+    assert comp.decompress(Compression.LZ4, frame, max_size=len(payload)) == payload
 
 
 def test_varints() -> None:
@@ -524,18 +730,23 @@ def test_builder_refusals() -> None:
         build_batch([NewRecord(b"x")], compression="brotli")
 
 
-# --- interop with kafka-python's record code (gzip is the only codec it has here) ---------------
+# --- interop with kafka-python's record code (its snappy/lz4/zstd need the test extras' libraries) --
 
 
 @pytest.mark.interop
-@pytest.mark.parametrize("magic", [0, 1, 2])
-@pytest.mark.parametrize("codec", ["none", "gzip"])
+@pytest.mark.parametrize(
+    ("magic", "codec"),
+    [(m, c.value) for m in (0, 1, 2) for c in CODECS if m == 2 or c is not Compression.ZSTD],
+)
 def test_kafka_python_interop(magic: int, codec: str) -> None:
+    import kafka.codec
     from kafka.record import MemoryRecords
     from kafka.record.default_records import DefaultRecordBatchBuilder
     from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-    ctype = {"none": 0, "gzip": 1}[codec]
+    if codec != "none" and not getattr(kafka.codec, f"has_{codec}")():
+        pytest.skip(f"kafka-python has no {codec} library here (test extras: python-snappy, lz4, zstandard)")
+    ctype = Compression(codec).id
     recs = _sample_records(magic, 4)
     if magic == 2:
         kb: Any = DefaultRecordBatchBuilder(
@@ -561,7 +772,7 @@ def test_kafka_python_interop(magic: int, codec: str) -> None:
     # Kafka's rule (wrapper offset - last relative offset) gives negative absolute offsets there.
     first = got[0].offset
     assert [r.offset for r in got] == list(range(first, first + len(recs)))
-    assert first == (-3 if (magic, codec) == (1, "gzip") else 0)
+    assert first == (-3 if magic == 1 and codec != "none" else 0)
     if codec == "none":  # kafka-python writes partition leader epoch 0 where Kafka writes -1
         assert build_batch(recs, magic=magic, partition_leader_epoch=0 if magic == 2 else -1) == theirs
     # and kafka-python reads ours

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import dpkt
 
@@ -35,6 +35,9 @@ from kcodec.errors import DecodeError, KcodecError
 from kcodec.frames import ResponseFrame, decode_request, decode_response
 from kcodec.model import Message
 from kcodec.registry import api, apis
+
+if TYPE_CHECKING:
+    from kcodec.jsonconv import RecordsMode
 
 __all__ = [
     "DEFAULT_PORTS",
@@ -109,8 +112,13 @@ class CapturedFrame:
     def message_name(self) -> str | None:
         return None if self.body is None else type(self.body).MESSAGE_NAME
 
-    def to_dict(self, *, body: bool = True) -> dict[str, Any]:
-        """A JSON-ready dict; header and body as Kafka JSON (``kcodec.to_json``) when ``body``."""
+    def to_dict(self, *, body: bool = True, records: RecordsMode = "raw") -> dict[str, Any]:
+        """A JSON-ready dict; header and body as Kafka JSON (``kcodec.to_json``) when ``body``.
+
+        ``records``: ``"raw"`` keeps ``records`` fields as Kafka JSON's base64 blob; ``"base64"`` /
+        ``"text"`` expand them into batches and records (``kcodec.to_json(..., records=...)``), with
+        malformed or truncated record data shown as far as it decodes, and the error in place.
+        """
         from kcodec.jsonconv import to_json
 
         out: dict[str, Any] = {
@@ -138,7 +146,7 @@ class CapturedFrame:
             out["body"] = (
                 None
                 if self.body is None or self.api_version is None
-                else to_json(self.body, self.api_version)
+                else to_json(self.body, self.api_version, records=records)
             )
         out["error"] = None if self.error is None else error_dict(self.error)
         if self.diagnostics:
@@ -936,6 +944,86 @@ def summarize(frame: CapturedFrame, width: int = 100) -> str:
     parts = head + parts
     text = " ".join(parts)
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def records_fields(frame: CapturedFrame) -> list[tuple[str, Any]]:
+    """``(where, value)`` of every non-null ``records`` field in the frame's body, in order;
+    ``where`` names the topic and partition (``"orders/0"``) as far as the body tells."""
+    if frame.body is None:
+        return []
+    from kcodec.codec import message_info
+
+    body = frame.body
+    version = frame.api_version or 0
+    info = message_info(type(body).MESSAGE_NAME)
+    out: list[tuple[str, Any]] = []
+
+    def walk(struct_name: str, obj: Any, topic: str, partition: str) -> None:
+        for f in info.fields_at(struct_name, version):
+            value = getattr(obj, f.attr, None)
+            if value is None:
+                continue
+            child = f.struct_name
+            if child is not None:
+                for item in value if f.is_array else [value]:
+                    walk(child, item, topic, partition)
+            elif f.type == "records":
+                out.append((f"{topic or '?'}/{partition or '?'}", value))
+            elif "topic" in struct_name.lower() and f.attr in ("name", "topic", "topic_name", "topic_id"):
+                topic = topic if f.attr == "topic_id" and topic else str(value)
+            elif f.attr in ("partition", "partition_index", "index") and f.type == "int32":
+                partition = str(value)
+
+    walk(type(body).MESSAGE_NAME, body, "", "")
+    return out
+
+
+def _text_of(obj: dict[str, Any], name: str, width: int = 40) -> str:
+    text: str
+    if name + "Base64" in obj:
+        text = "base64:" + str(obj[name + "Base64"])
+    elif obj.get(name) is None:
+        text = "null"
+    else:
+        text = repr(obj[name]) if isinstance(obj[name], str) else str(obj[name])
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def record_lines(
+    frame: CapturedFrame, values: Literal["base64", "text"] = "text", limit: int = 20
+) -> list[str]:
+    """Lines describing the batches and records of the frame's ``records`` fields (for a table):
+    per field a summary, then up to ``limit`` records (offset, key, value, headers) and any errors."""
+    from kcodec.records.jsonview import records_summary, records_to_json
+
+    lines: list[str] = []
+    for where, data in records_fields(frame):
+        if not len(data):
+            continue  # nothing in it (e.g. a Fetch response partition without new records)
+        lines.append(f"{where}: {records_summary(data)}")
+        view = records_to_json(data, values=values)
+        assert view is not None
+        shown = 0
+        for batch in view["batches"]:
+            for key in ("error", "recordsError"):
+                if key in batch:
+                    lines.append(f"  ! batch at byte {batch['position']}: {batch[key]['message']}")
+            for rec in batch.get("records", ()):
+                shown += 1
+                if shown > limit:
+                    continue
+                headers = ",".join(f"{h['key']}={_text_of(h, 'value', 20)}" for h in rec["headers"])
+                lines.append(
+                    f"  @{rec['offset']} key={_text_of(rec, 'key')} value={_text_of(rec, 'value')}"
+                    + (f" headers={headers}" if headers else "")
+                )
+        if shown > limit:
+            lines.append(f"  ... {shown - limit} more records")
+        if "error" in view:
+            lines.append(f"  ! {view['error']['message']}")
+        if view["truncatedBytes"]:
+            lines.append(f"  ({view['truncatedBytes']} bytes of an incomplete last batch)")
+    return lines
 
 
 def _interesting(attr: str, value: Any, default: Any) -> bool:

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 from rich.console import Console
@@ -335,8 +335,22 @@ def _clock(ts: float) -> str:
     is_flag=True,
     help="Only decode connections on Kafka ports (do not probe other TCP flows).",
 )
+@click.option(
+    "--records",
+    "records_mode",
+    type=click.Choice(["raw", "base64", "text"]),
+    default="raw",
+    show_default=True,
+    help="Records fields: raw (one base64 blob, Kafka JSON) or expanded into batches and records, with "
+    "keys/values as base64 or as text where valid UTF-8 (table: a line per record).",
+)
 def decode_capture_command(
-    capture: Path, as_json: bool, strict: bool, ports: tuple[int, ...], no_autodetect: bool
+    capture: Path,
+    as_json: bool,
+    strict: bool,
+    ports: tuple[int, ...],
+    no_autodetect: bool,
+    records_mode: Literal["raw", "base64", "text"],
 ) -> None:
     """Decode the Kafka traffic in a pcap/pcapng capture.
 
@@ -345,14 +359,23 @@ def decode_capture_command(
     a truncated tail) are reported, never fatal: the exit code is 0 even then (1 only if the
     file is not a pcap/pcapng file).
     """
-    from kcodec.capture import DEFAULT_PORTS, CapturedFrame, CaptureIssue, iter_capture, summarize
+    from kcodec.capture import (
+        DEFAULT_PORTS,
+        CapturedFrame,
+        CaptureIssue,
+        iter_capture,
+        record_lines,
+        summarize,
+    )
 
     all_ports = tuple(dict.fromkeys((*DEFAULT_PORTS, *ports)))
     events = iter_capture(capture, ports=all_ports, autodetect=not no_autodetect, strict=strict)
     try:
         if as_json:
             for ev in events:
-                _json_line(ev.to_dict())
+                _json_line(
+                    ev.to_dict(records=records_mode) if isinstance(ev, CapturedFrame) else ev.to_dict()
+                )
             return
         collected = list(events)
     except KcodecError as e:
@@ -403,6 +426,9 @@ def decode_capture_command(
             str(len(ev.raw)),
             summary,
         )
+        if records_mode != "raw":
+            for line in record_lines(ev, values=records_mode):
+                table.add_row("", "", "", "", "", "", f"[dim]{escape(line)}[/]")
     console.print(table)
     bad = sum(1 for f in frames if f.error is not None)
     requests = sum(1 for f in frames if f.direction == "request")
@@ -410,10 +436,6 @@ def decode_capture_command(
         f"{len(frames)} frames ({requests} requests, {len(frames) - requests} responses) on "
         f"{len(conns)} connections; {bad} undecodable; {len(issues)} stream issues"
     )
-
-
-if __name__ == "__main__":
-    main()
 
 
 @main.command("versions")
@@ -425,18 +447,55 @@ if __name__ == "__main__":
     is_flag=True,
     help="TARGET is a file holding a captured ApiVersionsResponse (with or without size prefix).",
 )
-def versions_command(target: str, as_json: bool, timeout: float, captured: bool) -> None:
+@click.option(
+    "--cap",
+    "caps",
+    multiple=True,
+    metavar="API=MIN-MAX|API=none",
+    help="Narrow the client side (kcodec's ranges) for one API, e.g. --cap Fetch=0-8 (repeatable).",
+)
+def versions_command(
+    target: str, as_json: bool, timeout: float, captured: bool, caps: tuple[str, ...]
+) -> None:
     """Broker API versions vs kcodec's, the negotiated version per API and a release fingerprint.
 
     TARGET is HOST:PORT (runs the KIP-511 handshake over TCP) or, with --captured, a file.
     """
-    from kcodec.negotiation import render_versions_report, versions_report
+    from kcodec.negotiation import kcodec_profile, render_versions_report, versions_report
 
+    profile = kcodec_profile(_parse_caps(caps)) if caps else None
     source: str | bytes = Path(target).read_bytes() if captured else target
-    report = versions_report(source, timeout=timeout)
+    report = versions_report(source, timeout=timeout, client_profile=profile)
     if as_json:
         click.echo(json.dumps(report, indent=2, default=str))
     else:
         click.echo(render_versions_report(report))
     if not report["handshake"].get("ok", True):
         raise SystemExit(1)
+
+
+def _parse_caps(caps: tuple[str, ...]) -> dict[int | str, tuple[int, int] | None]:
+    """``("Fetch=0-8", "OffsetForLeaderEpoch=none")`` → ``{"Fetch": (0, 8), "OffsetForLeaderEpoch": None}``
+    (keys: API names, or keys given as digits)."""
+    from kcodec.registry import api
+
+    out: dict[int | str, tuple[int, int] | None] = {}
+    for cap in caps:
+        name, sep, rng = cap.partition("=")
+        lo, dash, hi = rng.partition("-")
+        try:
+            api(int(name) if name.isdigit() else name)
+            if not sep:
+                raise ValueError("no '='")
+            out[int(name) if name.isdigit() else name] = (
+                None if rng.strip().lower() == "none" else (int(lo), int(hi) if dash else int(lo))
+            )
+        except (KcodecError, ValueError) as e:
+            raise click.BadParameter(
+                f"{cap!r}: expected API=MIN-MAX or API=none ({e})", param_hint="--cap"
+            ) from e
+    return out
+
+
+if __name__ == "__main__":
+    main()

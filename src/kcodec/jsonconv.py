@@ -3,6 +3,10 @@
 Field names are the spec names with the first letter lower-cased; only fields present at the version
 appear; tagged fields only when they differ from their default; bytes and records as standard base64;
 uuids as Kafka's 22-character URL-safe base64; int64 as JSON integers.
+
+``to_json(..., records="base64"|"text")`` expands ``records`` fields into their batches and records
+(``kcodec.records.records_to_json``) instead of one base64 blob: a view for people and tools, which
+``from_json`` does not read back.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-from typing import Any
+from typing import Any, Literal
 
 from kcodec.codec import message_class, message_info
 from kcodec.errors import JsonError
@@ -18,6 +22,9 @@ from kcodec.model import Message, Struct, Uuid
 from kcodec.schema import INT_BOUNDS, STRUCT_DEFAULT, FieldInfo, MessageInfo
 
 _INT_BOUNDS = INT_BOUNDS
+
+RecordsMode = Literal["raw", "base64", "text"]
+RECORDS_MODES: tuple[RecordsMode, ...] = ("raw", "base64", "text")
 
 
 def is_default(info: MessageInfo, f: FieldInfo, value: Any) -> bool:
@@ -34,34 +41,50 @@ def is_default(info: MessageInfo, f: FieldInfo, value: Any) -> bool:
     return bool(value == d)
 
 
-def to_json(message: Message, version: int) -> dict[str, Any]:
-    """The JSON object Kafka's ``*JsonConverter.write(data, version)`` returns for ``message``."""
+def to_json(message: Message, version: int, *, records: RecordsMode = "raw") -> dict[str, Any]:
+    """The JSON object Kafka's ``*JsonConverter.write(data, version)`` returns for ``message``.
+
+    ``records``: how ``records`` fields are written: ``"raw"`` (Kafka's format: one base64 string),
+    ``"base64"`` or ``"text"`` (expanded into batches and records, with keys, values and header values
+    as base64, or as text where they are valid UTF-8; see ``kcodec.records.records_to_json``).
+    Malformed record data never makes this raise: the expansion reports it in place.
+    """
+    if records not in RECORDS_MODES:
+        raise ValueError(f"records must be one of {RECORDS_MODES}, not {records!r}")
     name = type(message).MESSAGE_NAME
     info = message_info(name)
     if version not in info.owners:
         from kcodec.errors import UnsupportedVersionError
 
         raise UnsupportedVersionError(f"{name} has no version {version}")
-    return _struct_to_json(info, name, message, version)
+    return _struct_to_json(info, name, message, version, records)
 
 
-def _struct_to_json(info: MessageInfo, struct: str, obj: Struct, version: int) -> dict[str, Any]:
+def _struct_to_json(
+    info: MessageInfo, struct: str, obj: Struct, version: int, records: RecordsMode
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in info.fields_at(struct, version):
         value = getattr(obj, f.attr)
         if f.is_tagged(version) and is_default(info, f, value):
             continue
-        out[f.json_name] = _value_to_json(info, f, f.element_type, f.is_array, value, version)
+        out[f.json_name] = _value_to_json(info, f, f.element_type, f.is_array, value, version, records)
     return out
 
 
-def _value_to_json(info: MessageInfo, f: FieldInfo, t: str, array: bool, value: Any, version: int) -> Any:
+def _value_to_json(
+    info: MessageInfo, f: FieldInfo, t: str, array: bool, value: Any, version: int, records: RecordsMode
+) -> Any:
     if value is None:
         return None
     if array:
-        return [_value_to_json(info, f, t, False, v, version) for v in value]
+        return [_value_to_json(info, f, t, False, v, version, records) for v in value]
     if t[:1].isupper():
-        return _struct_to_json(info, t, value, version)
+        return _struct_to_json(info, t, value, version, records)
+    if t == "records" and records != "raw":
+        from kcodec.records.jsonview import records_to_json  # imported only when asked for
+
+        return records_to_json(value, values=records)
     if t in ("bytes", "records"):
         return base64.b64encode(value).decode("ascii")
     if t == "uuid":

@@ -14,6 +14,8 @@ gzip, snappy (xerial framing), lz4 (frame format) or zstd::
     batches.truncated_bytes               # > 0 if the buffer ended inside a batch (Fetch max_bytes)
 
 Errors are ``kcodec.errors.DecodeError`` subclasses from ``kcodec.records.errors``.
+``records_to_json(data, values="base64"|"text")`` gives a JSON view of the batches and records (used by
+``kcodec.to_json(..., records=...)`` and ``kcodec decode-capture --records``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from kcodec.records.errors import (
     DecompressionError,
     UnsupportedCompressionError,
 )
+from kcodec.records.jsonview import records_summary, records_to_json
 from kcodec.records.legacy import LegacyBatch
 from kcodec.records.model import (
     Compression,
@@ -63,4 +66,6 @@ __all__ = [
     "build_control_batch",
     "iter_batches",
     "parse_control_record",
+    "records_summary",
+    "records_to_json",
 ]

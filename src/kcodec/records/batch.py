@@ -141,9 +141,13 @@ class RecordBatch(Batch):
             try:
                 data = decompress(self.compression, body, self._max_decompressed_size)
             except SizeLimitError as e:
-                raise DecompressedSizeError(str(e), self.position + HEADER_SIZE, self._base_offset) from None
+                raise DecompressedSizeError(
+                    str(e), self.position + HEADER_SIZE + e.position, self._base_offset
+                ) from None
             except CodecError as e:
-                raise DecompressionError(str(e), self.position + HEADER_SIZE, self._base_offset) from None
+                raise DecompressionError(
+                    str(e), self.position + HEADER_SIZE + e.position, self._base_offset
+                ) from None
             where = self.position + HEADER_SIZE
             compressed = True
         log_append_time = self.max_timestamp if self.timestamp_type is TimestampType.LOG_APPEND_TIME else None
@@ -158,6 +162,17 @@ class RecordBatch(Batch):
         )
 
 
+def _unzigzag(zz: int) -> int:
+    return (zz >> 1) ^ -(zz & 1)
+
+
+_ZIGZAG: list[int] = [_unzigzag(v) for v in range(1 << 14)]
+
+
+class _Slow(Exception):
+    """The fast record parser met something it leaves to the careful one (not an error by itself)."""
+
+
 def _parse_records(
     buf: bytes,
     count: int,
@@ -167,110 +182,248 @@ def _parse_records(
     where: int,
     compressed: bool,
 ) -> Iterator[Record]:
-    """Yield ``count`` records from ``buf``; errors name byte ``where + pos`` (or the decompressed pos)."""
-    pos = 0
+    """The ``count`` records in ``buf``; errors name byte ``where + pos`` (or the decompressed pos).
+
+    The records are parsed up front; a corrupt record ends the list and its error is raised by the
+    returned iterator after the records before it, as a lazy parser would.
+    """
+    records, error = _parse_all(buf, count, base_offset, base_timestamp, log_append_time, where, compressed)
+    if error is None:
+        return iter(records)
+    return _then_raise(records, error)
+
+
+def _then_raise(records: list[Record], error: CorruptRecordError) -> Iterator[Record]:
+    yield from records
+    raise error
+
+
+def _parse_all(
+    buf: bytes,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+    where: int,
+    compressed: bool,
+) -> tuple[list[Record], CorruptRecordError | None]:
+    """Parse records in one pass: an inlined fast path for the common shapes (varints of 1-3 bytes,
+    lengths in range, UTF-8 header keys) and, for any record it does not take, the careful
+    ``_parse_one`` (longer varints, and every error with its exact reason and position)."""
+    out: list[Record] = []
+    append = out.append
+    new = object.__new__
+    zz = _ZIGZAG  # zigzag-decoded value of every 1- and 2-byte varint payload (14 bits)
     n = len(buf)
+    pos = 0
+    fixed_ts = log_append_time
     try:
         for _ in range(count):
-            b = buf[pos] if pos < n else 0x80
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                length, pos = read_varint(buf, pos)
-            end = pos + length
-            if length < 0 or end > n:
-                raise DecodeError(f"record length {length} runs past the end of the batch", pos)
-            p = pos + 1  # attributes (unused)
-            b = buf[p]
-            if b < 0x80:
-                ts_delta = (b >> 1) ^ -(b & 1)
-                p += 1
-            else:
-                ts_delta, p = read_varlong(buf, p)
-            b = buf[p] if p < end else 0x80
-            if b < 0x80:
-                off_delta = (b >> 1) ^ -(b & 1)
-                p += 1
-            else:
-                off_delta, p = read_varint(buf, p)
-            b = buf[p] if p < end else 0x80
-            if b < 0x80:
-                klen = (b >> 1) ^ -(b & 1)
-                p += 1
-            else:
-                klen, p = read_varint(buf, p)
-            if klen < 0:
-                if klen != -1:
-                    raise DecodeError(f"invalid key length {klen}", p)
-                key = None
-            else:
-                if p + klen > end:
-                    raise DecodeError(f"key length {klen} runs past the end of the record", p)
-                key = buf[p : p + klen]
-                p += klen
-            b = buf[p] if p < end else 0x80
-            if b < 0x80:
-                vlen = (b >> 1) ^ -(b & 1)
-                p += 1
-            else:
-                vlen, p = read_varint(buf, p)
-            if vlen < 0:
-                if vlen != -1:
-                    raise DecodeError(f"invalid value length {vlen}", p)
-                value = None
-            else:
-                if p + vlen > end:
-                    raise DecodeError(f"value length {vlen} runs past the end of the record", p)
-                value = buf[p : p + vlen]
-                p += vlen
-            b = buf[p] if p < end else 0x80
-            if b < 0x80:
-                hcount = (b >> 1) ^ -(b & 1)
-                p += 1
-            else:
-                hcount, p = read_varint(buf, p)
-            headers: list[tuple[str, bytes | None]] = []
-            if hcount:
-                if hcount < 0:
-                    raise DecodeError(f"invalid header count {hcount}", p)
-                for _h in range(hcount):
-                    hklen, p = read_varint(buf, p)
-                    if hklen < 0 or p + hklen > end:
-                        raise DecodeError(f"invalid header key length {hklen}", p)
-                    try:
-                        hkey = buf[p : p + hklen].decode("utf-8")
-                    except UnicodeDecodeError:
-                        raise DecodeError("header key is not valid UTF-8", p) from None
-                    p += hklen
-                    hvlen, p = read_varint(buf, p)
-                    if hvlen < 0:
-                        if hvlen != -1:
-                            raise DecodeError(f"invalid header value length {hvlen}", p)
-                        headers.append((hkey, None))
+            try:
+                # Each varint: one byte (< 0x80), else two (the second < 0x80), else 3 for the lengths
+                # and the timestamp delta; anything else goes to the careful parser.  Lengths are not
+                # checked here: a record whose fields do not end exactly at its end goes there too.
+                b = buf[pos]
+                if b < 0x80:
+                    p = pos + 2  # past the length and the attributes byte (unused)
+                    end = pos + 1 + zz[b]
+                else:
+                    c = buf[pos + 1]
+                    if c < 0x80:
+                        p = pos + 3
+                        end = pos + 2 + zz[(b & 0x7F) | (c << 7)]
                     else:
-                        if p + hvlen > end:
-                            raise DecodeError(f"header value length {hvlen} runs past the end", p)
-                        headers.append((hkey, buf[p : p + hvlen]))
-                        p += hvlen
-            if p != end:
-                raise DecodeError(f"record length {length} does not match its content ({p - pos} bytes)", pos)
+                        d = buf[pos + 2]
+                        if d >= 0x80:
+                            raise _Slow
+                        p = pos + 4
+                        end = pos + 3 + _unzigzag((b & 0x7F) | ((c & 0x7F) << 7) | (d << 14))
+                b = buf[p]
+                if b < 0x80:
+                    p += 1
+                    ts_delta = zz[b]
+                else:
+                    c = buf[p + 1]
+                    if c < 0x80:
+                        p += 2
+                        ts_delta = zz[(b & 0x7F) | (c << 7)]
+                    else:
+                        d = buf[p + 2]
+                        if d >= 0x80:
+                            raise _Slow
+                        p += 3
+                        ts_delta = _unzigzag((b & 0x7F) | ((c & 0x7F) << 7) | (d << 14))
+                b = buf[p]
+                if b < 0x80:
+                    p += 1
+                    off_delta = zz[b]
+                else:
+                    c = buf[p + 1]
+                    if c >= 0x80:
+                        raise _Slow
+                    p += 2
+                    off_delta = zz[(b & 0x7F) | (c << 7)]
+                b = buf[p]
+                if b < 0x80:
+                    p += 1
+                    q = p + zz[b]
+                else:
+                    c = buf[p + 1]
+                    if c >= 0x80:
+                        raise _Slow
+                    p += 2
+                    q = p + zz[(b & 0x7F) | (c << 7)]
+                if q >= p:
+                    key: bytes | None = buf[p:q]
+                    p = q
+                elif q == p - 1:
+                    key = None
+                else:
+                    raise _Slow
+                b = buf[p]
+                if b < 0x80:
+                    p += 1
+                    q = p + zz[b]
+                else:
+                    c = buf[p + 1]
+                    if c < 0x80:
+                        p += 2
+                        q = p + zz[(b & 0x7F) | (c << 7)]
+                    else:
+                        d = buf[p + 2]
+                        if d >= 0x80:
+                            raise _Slow
+                        p += 3
+                        q = p + _unzigzag((b & 0x7F) | ((c & 0x7F) << 7) | (d << 14))
+                if q >= p:
+                    value: bytes | None = buf[p:q]
+                    p = q
+                elif q == p - 1:
+                    value = None
+                else:
+                    raise _Slow
+                b = buf[p]  # header count
+                p += 1
+                headers: list[tuple[str, bytes | None]] = []
+                if b:
+                    if b >= 0x80 or b & 1:  # > 63 headers, or a negative count
+                        raise _Slow
+                    hcount = b >> 1
+                    while hcount:
+                        hcount -= 1
+                        b = buf[p]
+                        if b >= 0x80 or b & 1:
+                            raise _Slow
+                        q = p + 1 + (b >> 1)
+                        hkey = buf[p + 1 : q].decode()
+                        b = buf[q]
+                        if b < 0x80:
+                            p = q + 1
+                            q = p + zz[b]
+                        else:
+                            c = buf[q + 1]
+                            if c >= 0x80:
+                                raise _Slow
+                            p = q + 2
+                            q = p + zz[(b & 0x7F) | (c << 7)]
+                        if q >= p:
+                            headers.append((hkey, buf[p:q]))
+                            p = q
+                        elif q == p - 1:
+                            headers.append((hkey, None))
+                        else:
+                            raise _Slow
+                if p != end or end > n:
+                    raise _Slow
+            except (_Slow, IndexError, UnicodeDecodeError):
+                record, end = _parse_one(buf, pos, base_offset, base_timestamp, log_append_time)
+                append(record)
+                pos = end
+                continue
+            # Record(...) without the Python-level __init__ call: every field is set right here.
+            record = new(Record)
+            record.offset = base_offset + off_delta
+            record.timestamp = base_timestamp + ts_delta if fixed_ts is None else fixed_ts
+            record.key = key
+            record.value = value
+            record.headers = headers
+            append(record)
             pos = end
-            yield Record(
-                base_offset + off_delta,
-                log_append_time if log_append_time is not None else base_timestamp + ts_delta,
-                key,
-                value,
-                headers,
-            )
         if pos != n:
             raise DecodeError(f"{n - pos} bytes left after the {count} records the header declares", pos)
     except (DecodeError, IndexError) as e:
         at = e.offset if isinstance(e, DecodeError) else pos
         reason = e.reason if isinstance(e, DecodeError) else "record runs past the end of the batch"
         if compressed:
-            raise CorruptRecordError(f"{reason} (at decompressed byte {at})", where, base_offset) from None
-        raise CorruptRecordError(reason, where + at, base_offset) from None
+            return out, CorruptRecordError(f"{reason} (at decompressed byte {at})", where, base_offset)
+        return out, CorruptRecordError(reason, where + at, base_offset)
+    return out, None
+
+
+def _parse_one(
+    buf: bytes, pos: int, base_offset: int, base_timestamp: int, log_append_time: int | None
+) -> tuple[Record, int]:
+    """The record at ``pos`` and where it ends, read with every check (raises DecodeError/IndexError)."""
+    n = len(buf)
+    length, pos = read_varint(buf, pos)
+    end = pos + length
+    if length < 0 or end > n:
+        raise DecodeError(f"record length {length} runs past the end of the batch", pos)
+    p = pos + 1  # attributes (unused)
+    if p >= n:  # a record that ends here runs past the end of the batch
+        raise IndexError(p)
+    ts_delta, p = read_varlong(buf, p)
+    off_delta, p = read_varint(buf, p)
+    klen, p = read_varint(buf, p)
+    key: bytes | None
+    if klen < 0:
+        if klen != -1:
+            raise DecodeError(f"invalid key length {klen}", p)
+        key = None
+    else:
+        if p + klen > end:
+            raise DecodeError(f"key length {klen} runs past the end of the record", p)
+        key = buf[p : p + klen]
+        p += klen
+    vlen, p = read_varint(buf, p)
+    value: bytes | None
+    if vlen < 0:
+        if vlen != -1:
+            raise DecodeError(f"invalid value length {vlen}", p)
+        value = None
+    else:
+        if p + vlen > end:
+            raise DecodeError(f"value length {vlen} runs past the end of the record", p)
+        value = buf[p : p + vlen]
+        p += vlen
+    hcount, p = read_varint(buf, p)
+    headers: list[tuple[str, bytes | None]] = []
+    if hcount:
+        if hcount < 0:
+            raise DecodeError(f"invalid header count {hcount}", p)
+        for _h in range(hcount):
+            hklen, p = read_varint(buf, p)
+            if hklen < 0 or p + hklen > end:
+                raise DecodeError(f"invalid header key length {hklen}", p)
+            try:
+                hkey = buf[p : p + hklen].decode("utf-8")
+            except UnicodeDecodeError:
+                raise DecodeError("header key is not valid UTF-8", p) from None
+            p += hklen
+            hvlen, p = read_varint(buf, p)
+            if hvlen < 0:
+                if hvlen != -1:
+                    raise DecodeError(f"invalid header value length {hvlen}", p)
+                headers.append((hkey, None))
+            else:
+                if p + hvlen > end:
+                    raise DecodeError(f"header value length {hvlen} runs past the end", p)
+                headers.append((hkey, buf[p : p + hvlen]))
+                p += hvlen
+    if p != end:
+        raise DecodeError(f"record length {length} does not match its content ({p - pos} bytes)", pos)
+    timestamp = log_append_time if log_append_time is not None else base_timestamp + ts_delta
+    return Record(base_offset + off_delta, timestamp, key, value, headers), end
 
 
 def parse_control_record(record: Record) -> ControlRecord:

@@ -38,6 +38,15 @@ _INT64 = struct.Struct(">q")
 AnyRecord = Record | NewRecord
 
 
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    write_varint(out, value)
+    return bytes(out)
+
+
+_SMALL_VARINTS: list[bytes] = [_varint_bytes(v) for v in range(-8192, 8192)]
+
+
 def _offsets(records: list[AnyRecord], base_offset: int) -> list[int]:
     offsets: list[int] = []
     prev: int | None = None
@@ -140,38 +149,69 @@ def _build_v2(
     max_ts = NO_TIMESTAMP
     body = bytearray()
     rec = bytearray()
+    small = _SMALL_VARINTS  # varint bytes of -8192..8191 (1-2 bytes), indexed by value + 8192
     for r, off in zip(recs, offsets, strict=True):
         ts = r.timestamp
-        max_ts = max(max_ts, ts)
+        if ts > max_ts:
+            max_ts = ts
         rec.clear()
         rec.append(0)  # attributes
-        write_varlong(rec, ts - base_ts)
-        write_varint(rec, off - base_offset)
+        d = ts - base_ts
+        if -8192 <= d < 8192:
+            rec += small[d + 8192]
+        else:
+            write_varlong(rec, d)
+        d = off - base_offset
+        if d < 8192:
+            rec += small[d + 8192]
+        else:
+            write_varint(rec, d)
         key, value = r.key, r.value
         if key is None:
             rec.append(1)  # zigzag(-1)
         else:
-            write_varint(rec, len(key))
+            d = len(key)
+            if d < 8192:
+                rec += small[d + 8192]
+            else:
+                write_varint(rec, d)
             rec += key
         if value is None:
             rec.append(1)
         else:
-            write_varint(rec, len(value))
+            d = len(value)
+            if d < 8192:
+                rec += small[d + 8192]
+            else:
+                write_varint(rec, d)
             rec += value
-        write_varint(rec, len(r.headers))
-        for hkey, hvalue in r.headers:
+        headers = r.headers
+        write_varint(rec, len(headers))
+        for hkey, hvalue in headers:
             if not isinstance(hkey, str):
                 raise EncodeError(f"header key must be a str, not {type(hkey).__name__}")
             _check_bytes(hvalue, "header value")
             kb = hkey.encode("utf-8")
-            write_varint(rec, len(kb))
+            d = len(kb)
+            if d < 8192:
+                rec += small[d + 8192]
+            else:
+                write_varint(rec, d)
             rec += kb
             if hvalue is None:
                 rec.append(1)
             else:
-                write_varint(rec, len(hvalue))
+                d = len(hvalue)
+                if d < 8192:
+                    rec += small[d + 8192]
+                else:
+                    write_varint(rec, d)
                 rec += hvalue
-        write_varint(body, len(rec))
+        d = len(rec)
+        if d < 8192:
+            body += small[d + 8192]
+        else:
+            write_varint(body, d)
         body += rec
     if timestamp_type is TimestampType.LOG_APPEND_TIME:
         assert log_append_time is not None

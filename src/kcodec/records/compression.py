@@ -4,7 +4,7 @@
 * snappy: written in snappy-java's xerial framing (``\\x82SNAPPY\\x00``, version 1, compatible 1, then
   int32-length-prefixed raw snappy blocks of 32 KiB input each), like Kafka's Java client; read
   accepts xerial framing and a plain raw snappy block.
-* lz4: the LZ4 frame format, see ``lz4frame``.
+* lz4: the LZ4 frame format, see ``lz4frame`` (header, block and content checksums verified).
 * zstd: a zstd frame.
 
 Every decompression is bounded by ``max_size`` (decompression-bomb guard): snappy and lz4 know sizes
@@ -34,7 +34,11 @@ _TOO_SMALL = "failed to write whole buffer"
 
 
 class CodecError(Exception):
-    """The compressed bytes are corrupt."""
+    """The compressed bytes are corrupt; ``position``: where in them, as far as known (else 0)."""
+
+    def __init__(self, message: str, position: int = 0) -> None:
+        super().__init__(message)
+        self.position = position
 
 
 class SizeLimitError(CodecError):
@@ -56,19 +60,23 @@ def compress(codec: Compression, data: Buffer, *, magic: int = 2, level: int | N
     raise ValueError(f"unknown codec {codec!r}")
 
 
-def decompress(codec: Compression, data: Buffer, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
-    """Decompress ``data``; raise ``SizeLimitError`` past ``max_size`` bytes, ``CodecError`` if corrupt."""
+def decompress(
+    codec: Compression, data: Buffer, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE, *, magic: int = 2
+) -> bytes:
+    """Decompress ``data``; raise ``SizeLimitError`` past ``max_size`` bytes, ``CodecError`` if corrupt.
+
+    ``magic``: the batch's magic (lz4 accepts the KAFKA-3160 header checksum for magic 0 and 1)."""
     if codec is Compression.GZIP:
         return _bounded(cramjam.gzip.decompress_into, data, _gzip_hint(data), max_size, "gzip")
     if codec is Compression.SNAPPY:
         return snappy_decompress(data, max_size)
     if codec is Compression.LZ4:
         try:
-            return lz4frame.decompress(data, max_size)
+            return lz4frame.decompress(data, max_size, magic=magic)
         except lz4frame.Lz4SizeError as e:
-            raise SizeLimitError(str(e)) from None
+            raise SizeLimitError(str(e), e.position) from None
         except lz4frame.Lz4FrameError as e:
-            raise CodecError(str(e)) from None
+            raise CodecError(str(e), e.position) from None
     if codec is Compression.ZSTD:
         return _bounded(cramjam.zstd.decompress_into, data, _zstd_hint(data), max_size, "zstd")
     if codec is Compression.NONE:

@@ -47,7 +47,7 @@ LEGACY_CODECS = (Compression.NONE, Compression.GZIP, Compression.SNAPPY, Compres
 class _Message:
     """One parsed legacy message (positions of key/value in its buffer)."""
 
-    __slots__ = ("attributes", "crc", "key", "magic", "offset", "timestamp", "value")
+    __slots__ = ("attributes", "crc", "key", "magic", "offset", "timestamp", "value", "value_pos")
 
     def __init__(self, buf: memoryview, pos: int, end: int, base_offset: int | None, where: int) -> None:
         """Parse the message in ``buf[pos:end]``; errors name byte ``where + pos``."""
@@ -64,6 +64,7 @@ class _Message:
         else:
             self.timestamp = NO_TIMESTAMP
         self.key, p = self._bytes(buf, p, end, "key", eb, where)
+        self.value_pos = p + 4  # where the value's bytes start in buf
         self.value, p = self._bytes(buf, p, end, "value", eb, where)
         if p != end:
             raise CorruptRecordError(f"message size leaves {end - p} unread bytes", where + p, eb)
@@ -178,11 +179,11 @@ class LegacyBatch(Batch):
         where = self.position + 12
         assert msg.value is not None
         try:
-            data = decompress(self.compression, msg.value, self._max_decompressed_size)
+            data = decompress(self.compression, msg.value, self._max_decompressed_size, magic=msg.magic)
         except SizeLimitError as e:
-            raise DecompressedSizeError(str(e), where, eb) from None
+            raise DecompressedSizeError(str(e), msg.value_pos + e.position, eb) from None
         except CodecError as e:
-            raise DecompressionError(str(e), where, eb) from None
+            raise DecompressionError(str(e), msg.value_pos + e.position, eb) from None
         buf = memoryview(data)
         inner: list[_Message] = []
         pos = 0

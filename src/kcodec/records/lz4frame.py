@@ -4,10 +4,21 @@ Writing: independent 64 KiB blocks, no block/content checksums, no content size 
 blocks that do not shrink are stored raw.  For magic 0 the header checksum is computed Kafka's broken
 pre-0.10 way (over the magic number too, KAFKA-3160), as Kafka itself still writes it for magic 0.
 
-Reading is lenient: the header checksum may be either the correct one or the KAFKA-3160 one (any
-magic), block checksums and the content checksum are skipped, not verified.  Frames with independent
-blocks are decompressed block by block (so the size limit stops a bomb early); frames with linked
-blocks (e.g. python-lz4's default) go to cramjam's frame decoder whole and are checked afterwards.
+Reading verifies every checksum the frame's flags announce (xxHash32, seed 0):
+
+* the header checksum (second byte of xxh32 over the frame descriptor).  For magic 0 and 1 the
+  KAFKA-3160 value (xxh32 over magic number + descriptor, as Kafka < 0.10 and old clients wrote it)
+  is accepted too; magic 2 needs the correct one.  (Kafka's own reader skips this check for magic 0
+  and checks it strictly from magic 1.)
+* block checksums (over each block's stored bytes) and the content checksum (over the whole
+  decompressed content), which Kafka's reader skips: a mismatch here means the producer's bytes are
+  corrupt even if the batch CRC (computed over them) matches.
+* the content size, when present.
+
+Frames with independent blocks are decompressed block by block (so the size limit stops a bomb
+early); frames with linked blocks (e.g. python-lz4's default) go to cramjam's frame decoder whole
+(after our own checks, with the checksum flags removed) and are checked afterwards.  Errors are
+``Lz4FrameError`` with ``position``: the byte offset in the frame of the faulty part.
 """
 
 from __future__ import annotations
@@ -15,6 +26,7 @@ from __future__ import annotations
 import struct
 
 import cramjam
+from xxhash import xxh32_intdigest
 
 Buffer = bytes | bytearray | memoryview
 
@@ -27,56 +39,31 @@ _FLG_BLOCK_CHECKSUM = 0x10
 _FLG_CONTENT_SIZE = 0x08
 _FLG_CONTENT_CHECKSUM = 0x04
 _FLG_DICT_ID = 0x01
-
-_P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
-_M32 = 0xFFFFFFFF
+_U32 = struct.Struct("<I")
 
 
 class Lz4FrameError(Exception):
-    """Malformed LZ4 frame (converted to a DecodeError by the caller)."""
+    """Malformed LZ4 frame (converted to a DecodeError by the caller).
+
+    ``position`` is the byte offset in the frame where the problem is (0 if not more precise).
+    """
+
+    def __init__(self, message: str, position: int = 0) -> None:
+        super().__init__(message)
+        self.position = position
 
 
 class Lz4SizeError(Lz4FrameError):
     """The frame decompresses to more than the allowed size."""
 
 
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (32 - r))) & _M32
+class Lz4ChecksumError(Lz4FrameError):
+    """A header, block or content checksum does not match."""
 
 
-def xxh32(data: bytes, seed: int = 0) -> int:
-    """XXH32 (pure Python; used only for the few bytes of a frame header)."""
-    n = len(data)
-    pos = 0
-    if n >= 16:
-        v1 = (seed + _P1 + _P2) & _M32
-        v2 = (seed + _P2) & _M32
-        v3 = seed & _M32
-        v4 = (seed - _P1) & _M32
-        while pos + 16 <= n:
-            a, b, c, d = struct.unpack_from("<4I", data, pos)
-            v1 = (_rotl((v1 + a * _P2) & _M32, 13) * _P1) & _M32
-            v2 = (_rotl((v2 + b * _P2) & _M32, 13) * _P1) & _M32
-            v3 = (_rotl((v3 + c * _P2) & _M32, 13) * _P1) & _M32
-            v4 = (_rotl((v4 + d * _P2) & _M32, 13) * _P1) & _M32
-            pos += 16
-        h = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _M32
-    else:
-        h = (seed + _P5) & _M32
-    h = (h + n) & _M32
-    while pos + 4 <= n:
-        (k,) = struct.unpack_from("<I", data, pos)
-        h = (_rotl((h + k * _P3) & _M32, 17) * _P4) & _M32
-        pos += 4
-    while pos < n:
-        h = (_rotl((h + data[pos] * _P5) & _M32, 11) * _P1) & _M32
-        pos += 1
-    h ^= h >> 15
-    h = (h * _P2) & _M32
-    h ^= h >> 13
-    h = (h * _P3) & _M32
-    h ^= h >> 16
-    return h
+def xxh32(data: Buffer, seed: int = 0) -> int:
+    """XXH32 of ``data`` (the ``xxhash`` package)."""
+    return xxh32_intdigest(data, seed)
 
 
 def _header_checksum(descriptor: bytes, broken: bool) -> int:
@@ -103,54 +90,92 @@ def compress(data: Buffer, *, broken_header_checksum: bool = False) -> bytes:
     return bytes(out)
 
 
-def decompress(data: Buffer, max_size: int) -> bytes:
-    """Decompress one LZ4 frame (trailing bytes after the end mark are ignored, as Kafka does)."""
+def _checksum_mismatch(what: str, stored: int, computed: int, position: int) -> Lz4ChecksumError:
+    return Lz4ChecksumError(
+        f"LZ4 {what} checksum mismatch (stored 0x{stored:08x}, computed 0x{computed:08x})", position
+    )
+
+
+def decompress(data: Buffer, max_size: int, *, magic: int = 2) -> bytes:
+    """Decompress one LZ4 frame of a batch of ``magic`` (0/1: the KAFKA-3160 header checksum is
+    accepted too).  Bytes after the end mark (and content checksum) are ignored, as Kafka does."""
     mv = memoryview(data)
     n = len(mv)
-    if n < 7 or struct.unpack_from("<I", mv, 0)[0] != MAGIC:
+    if n < 7 or _U32.unpack_from(mv, 0)[0] != MAGIC:
         raise Lz4FrameError("not an LZ4 frame (bad magic number)")
     flg, bd = mv[4], mv[5]
     if flg >> 6 != 1:
-        raise Lz4FrameError(f"unsupported LZ4 frame version {flg >> 6}")
+        raise Lz4FrameError(f"unsupported LZ4 frame version {flg >> 6}", 4)
     block_max = _BLOCK_SIZES.get((bd >> 4) & 7)
     if block_max is None:
-        raise Lz4FrameError(f"invalid LZ4 block maximum size code {(bd >> 4) & 7}")
+        raise Lz4FrameError(f"invalid LZ4 block maximum size code {(bd >> 4) & 7}", 5)
     pos = 6
     content_size: int | None = None
     if flg & _FLG_CONTENT_SIZE:
         if n < pos + 8:
-            raise Lz4FrameError("LZ4 frame header is truncated")
+            raise Lz4FrameError("LZ4 frame header is truncated", n)
         content_size = struct.unpack_from("<Q", mv, pos)[0]
         pos += 8
     if flg & _FLG_DICT_ID:
         pos += 4
     if n < pos + 1:
-        raise Lz4FrameError("LZ4 frame header is truncated")
+        raise Lz4FrameError("LZ4 frame header is truncated", n)
     descriptor = bytes(mv[4:pos])
     hc = mv[pos]
-    if hc not in (_header_checksum(descriptor, False), _header_checksum(descriptor, True)):
-        raise Lz4FrameError("LZ4 frame header checksum mismatch")
+    correct = _header_checksum(descriptor, False)
+    if hc != correct and not (magic < 2 and hc == _header_checksum(descriptor, True)):
+        raise Lz4ChecksumError(
+            f"LZ4 header checksum mismatch (stored 0x{hc:02x}, computed 0x{correct:02x})", pos
+        )
     pos += 1
     if content_size is not None and content_size > max_size:
-        raise Lz4SizeError(f"LZ4 frame declares {content_size} bytes")
+        raise Lz4SizeError(f"LZ4 frame declares {content_size} bytes", 6)
     if not flg & _FLG_INDEPENDENT:
-        return _decompress_linked(mv, pos, descriptor, max_size)
-    block_checksum = 4 if flg & _FLG_BLOCK_CHECKSUM else 0
+        out = _decompress_linked(mv, pos, flg, block_max, max_size)
+    else:
+        out, pos = _decompress_independent(mv, pos, flg, block_max, max_size)
+        if flg & _FLG_CONTENT_CHECKSUM:
+            _check_content(out, mv, pos)
+    if content_size is not None and len(out) != content_size:
+        raise Lz4FrameError(f"LZ4 frame declares {content_size} bytes but holds {len(out)}", 6)
+    return out
+
+
+def _check_content(out: bytes, mv: memoryview, pos: int) -> None:
+    """Verify the content checksum stored at ``pos`` (just after the end mark)."""
+    if len(mv) < pos + 4:
+        raise Lz4FrameError("LZ4 frame is truncated (no content checksum)", len(mv))
+    (stored,) = _U32.unpack_from(mv, pos)
+    computed = xxh32(out)
+    if stored != computed:
+        raise _checksum_mismatch("content", stored, computed, pos)
+
+
+def _decompress_independent(
+    mv: memoryview, pos: int, flg: int, block_max: int, max_size: int
+) -> tuple[bytes, int]:
+    """Decompress the blocks from ``pos``; returns the content and the position after the end mark."""
+    n = len(mv)
+    block_checksum = bool(flg & _FLG_BLOCK_CHECKSUM)
+    tail = 4 if block_checksum else 0
     parts: list[bytes | memoryview] = []
     total = 0
     while True:
         if n < pos + 4:
-            raise Lz4FrameError("LZ4 frame is truncated (no end mark)")
-        (size,) = struct.unpack_from("<I", mv, pos)
-        pos += 4
+            raise Lz4FrameError("LZ4 frame is truncated (no end mark)", n)
+        (size,) = _U32.unpack_from(mv, pos)
         if size == 0:
-            break
+            return b"".join(parts), pos + 4
         raw = size & 0x80000000
         size &= 0x7FFFFFFF
-        if size > block_max or n < pos + size + block_checksum:
-            raise Lz4FrameError("LZ4 block length is invalid or runs past the end")
-        block = mv[pos : pos + size]
-        pos += size + block_checksum
+        if size > block_max or n < pos + 4 + size + tail:
+            raise Lz4FrameError("LZ4 block length is invalid or runs past the end", pos)
+        block = mv[pos + 4 : pos + 4 + size]
+        if block_checksum:
+            (stored,) = _U32.unpack_from(mv, pos + 4 + size)
+            computed = xxh32(block)
+            if stored != computed:
+                raise _checksum_mismatch("block", stored, computed, pos + 4 + size)
         if raw:
             parts.append(block)
             total += size
@@ -159,39 +184,62 @@ def decompress(data: Buffer, max_size: int) -> bytes:
             try:
                 written = int(cramjam.lz4.decompress_block_into(block, out))
             except cramjam.DecompressionError as e:
-                raise Lz4FrameError(f"corrupt LZ4 block: {e}") from None
+                raise Lz4FrameError(f"corrupt LZ4 block: {e}", pos) from None
             parts.append(memoryview(out)[:written])
             total += written
         if total > max_size:
-            raise Lz4SizeError(f"LZ4 frame decompresses to more than {max_size} bytes")
-    return b"".join(parts)
+            raise Lz4SizeError(f"LZ4 frame decompresses to more than {max_size} bytes", pos)
+        pos += 4 + size + tail
 
 
-def _decompress_linked(mv: memoryview, pos: int, descriptor: bytes, max_size: int) -> bytes:
-    # Upper bound from the block count before decompressing anything.
+def _decompress_linked(mv: memoryview, pos: int, flg: int, block_max: int, max_size: int) -> bytes:
+    """Linked blocks: check sizes and block checksums, then let cramjam decode a checksum-free copy."""
     n = len(mv)
-    flg = descriptor[0]
-    block_checksum = 4 if flg & _FLG_BLOCK_CHECKSUM else 0
-    block_max = _BLOCK_SIZES[(descriptor[1] >> 4) & 7]
+    block_checksum = bool(flg & _FLG_BLOCK_CHECKSUM)
+    tail = 4 if block_checksum else 0
+    # The copy for cramjam: same descriptor without the checksum flags, blocks without checksums.
+    descriptor = bytes((flg & ~(_FLG_BLOCK_CHECKSUM | _FLG_CONTENT_CHECKSUM),)) + bytes(mv[5 : pos - 1])
+    frame = bytearray(_MAGIC_BYTES)
+    frame += descriptor
+    frame.append(_header_checksum(descriptor, False))
     blocks = 0
-    p = pos
     while True:
-        if n < p + 4:
-            raise Lz4FrameError("LZ4 frame is truncated (no end mark)")
-        (size,) = struct.unpack_from("<I", mv, p)
-        p += 4
+        if n < pos + 4:
+            raise Lz4FrameError("LZ4 frame is truncated (no end mark)", n)
+        (size,) = _U32.unpack_from(mv, pos)
         if size == 0:
             break
-        p += (size & 0x7FFFFFFF) + block_checksum
+        stored_size = size & 0x7FFFFFFF
+        if stored_size > block_max or n < pos + 4 + stored_size + tail:
+            raise Lz4FrameError("LZ4 block length is invalid or runs past the end", pos)
+        if block_checksum:
+            (stored,) = _U32.unpack_from(mv, pos + 4 + stored_size)
+            computed = xxh32(mv[pos + 4 : pos + 4 + stored_size])
+            if stored != computed:
+                raise _checksum_mismatch("block", stored, computed, pos + 4 + stored_size)
+        frame += mv[pos : pos + 4 + stored_size]
+        pos += 4 + stored_size + tail
         blocks += 1
+    frame += b"\x00\x00\x00\x00"
+    # Decompress into a bounded buffer (never more than max_size, nor more than the blocks can hold),
+    # grown from a guess, so that a bomb cannot allocate past the limit.
+    cap = min(max_size, blocks * block_max)
+    size = min(cap, max(64 * 1024, 4 * len(frame)))
+    while True:
+        buf = bytearray(size)
+        try:
+            written = int(cramjam.lz4.decompress_into(frame, buf))
+        except cramjam.DecompressionError as e:
+            if "failed to write whole buffer" not in str(e):
+                raise Lz4FrameError(f"corrupt LZ4 frame: {e}") from None
+            if size >= cap:
+                if cap == max_size:
+                    raise Lz4SizeError(f"LZ4 frame decompresses to more than {max_size} bytes") from None
+                raise Lz4FrameError("LZ4 frame holds a block larger than its maximum block size") from None
+            size = min(cap, size * 4)
+            continue
+        out = bytes(memoryview(buf)[:written])
+        break
     if flg & _FLG_CONTENT_CHECKSUM:
-        p += 4
-    frame = bytearray(mv[:p])
-    frame[pos - 1] = _header_checksum(descriptor, False)  # cramjam verifies it: give it the correct one
-    try:
-        out = bytes(cramjam.lz4.decompress(frame))
-    except cramjam.DecompressionError as e:
-        raise Lz4FrameError(f"corrupt LZ4 frame: {e}") from None
-    if len(out) > max_size or len(out) > blocks * block_max:
-        raise Lz4SizeError(f"LZ4 frame decompresses to more than {max_size} bytes")
+        _check_content(out, mv, pos + 4)
     return out
