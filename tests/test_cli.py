@@ -650,3 +650,16 @@ def test_versions_offline_on_a_captured_api_versions_response(tmp_path: Path) ->
     assert "fingerprint" in report and "handshake" in report
     text = CliRunner().invoke(cli_main, ["versions", "--captured", str(path)])
     assert text.exit_code == 0 and "Fetch" in text.output
+
+
+def test_decode_capture_explains_the_mock_clusters_off_spec_replies() -> None:
+    """The sample capture is librdkafka talking to its mock cluster: the mock's ApiVersions v3 error
+    reply (1-byte count) and its flexible Metadata replies (a doubled tagged-field section) are named."""
+    from kcodec.capture import CapturedFrame, iter_capture
+
+    frames = [ev for ev in iter_capture(SAMPLE) if isinstance(ev, CapturedFrame) and ev.diagnostics]
+    api_versions = [f for f in frames if f.api_key == 18]
+    metadata = [f for f in frames if f.api_key == 3]
+    assert api_versions and metadata
+    assert all(any("1-byte ApiKeys count" in d for d in f.diagnostics) for f in api_versions)
+    assert all(any("second, empty top-level tagged-field section" in d for d in f.diagnostics) for f in metadata)

@@ -20,8 +20,9 @@ How the committed sample was made (maintainer script; it does not run in CI or t
    records to ``kcodec-sample`` partition 0 in two batches (ApiVersions, Metadata, Produce); a
    consumer in group ``kcodec-sample-group`` reads them back and commits (FindCoordinator, JoinGroup,
    SyncGroup, OffsetFetch, ListOffsets, Fetch, OffsetCommit, Heartbeat, LeaveGroup).
-   (kafka-python 3.0.12 cannot bootstrap from the mock broker: it asks for ApiVersions v4, which the
-   mock answers with a response kafka-python cannot decode, so it is not used here.)
+   (kafka-python 3.0.12 bootstraps from the mock broker only when pinned to ``api_version=(2, 3)``:
+   by default it asks for ApiVersions v4, which the mock answers in an off-spec layout that
+   kafka-python drops the connection on; tests/test_records_interop.py uses it that way.)
 4. The recorded streams are written as a pcap with dpkt: synthesised Ethernet/IPv4/TCP headers,
    handshake (SYN, SYN-ACK, ACK), data segments of at most one loopback MSS with correct seq/ack
    numbers and pure ACKs, and FIN/ACK teardown, at the recorded times.

@@ -61,6 +61,7 @@ _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _U16 = struct.Struct(">H")
 _API_VERSIONS_KEY = 18
+_METADATA_KEY = 3
 _UNSUPPORTED_VERSION = 35
 
 
@@ -675,6 +676,27 @@ def _as_kcodec_error(e: Exception) -> KcodecError:
     return DecodeError(f"{type(e).__name__}: {e}", 0, "frame")  # a decoder bug must not stop the capture
 
 
+def _known_quirks(frame: CapturedFrame, resp: ResponseFrame | None, raw: bytes, asked: int) -> tuple[str, ...]:
+    """Explanations for off-spec replies of known peers, when a response did not decode cleanly."""
+    if frame.api_key == _API_VERSIONS_KEY and (resp is None or resp.diagnostics) and frame.api_version:
+        from kcodec.negotiation import diagnose_api_versions_reply
+
+        quirk = diagnose_api_versions_reply(raw, asked)
+        return (quirk.detail,) if quirk is not None else ()
+    if (
+        frame.api_key == _METADATA_KEY
+        and resp is not None
+        and (frame.api_version or 0) >= 9
+        and [d.reason.split(" ", 1)[0] for d in resp.diagnostics] == ["1"]
+        and raw[-1:] == b"\x00"
+    ):
+        return (
+            "the extra byte is a second, empty top-level tagged-field section "
+            "(librdkafka's mock cluster writes it for flexible Metadata versions)",
+        )
+    return ()
+
+
 def _api_versions_v0(raw: bytes) -> ResponseFrame | None:
     """Kafka's rule: a broker that does not support the requested ApiVersions version answers with an
     ApiVersionsResponse v0 carrying UNSUPPORTED_VERSION. The frame if it decodes so, cleanly."""
@@ -833,6 +855,7 @@ class _ConnDecoder:
                         resp.body,
                     )
                     frame.diagnostics += tuple(d.reason for d in resp.diagnostics)
+                frame.diagnostics += _known_quirks(frame, resp, raw.data, asked)
             out.append(frame)
         for side, (retransmits, overlaps) in stats.items():
             if retransmits or overlaps:
