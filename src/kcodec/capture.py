@@ -676,7 +676,9 @@ def _as_kcodec_error(e: Exception) -> KcodecError:
     return DecodeError(f"{type(e).__name__}: {e}", 0, "frame")  # a decoder bug must not stop the capture
 
 
-def _known_quirks(frame: CapturedFrame, resp: ResponseFrame | None, raw: bytes, asked: int) -> tuple[str, ...]:
+def _known_quirks(
+    frame: CapturedFrame, resp: ResponseFrame | None, raw: bytes, asked: int
+) -> tuple[str, ...]:
     """Explanations for off-spec replies of known peers, when a response did not decode cleanly."""
     if frame.api_key == _API_VERSIONS_KEY and (resp is None or resp.diagnostics) and frame.api_version:
         from kcodec.negotiation import diagnose_api_versions_reply
