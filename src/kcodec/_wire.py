@@ -21,20 +21,26 @@ class ChunkedOut(bytearray):
     bytearray, but keep a large bytes/records value (e.g. 100 KiB of record batches) as a chunk of its
     own instead of copying it in, so the final bytes are assembled with a single copy."""
 
-    __slots__ = ("chunks",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.chunks: list[Buffer] = []
+    # No __init__ and no __slots__: creating one costs what a bytearray costs, and the instance dict
+    # holding ``chunks`` only comes into being when a large value is appended.
+    chunks: list[Buffer] | None = None
 
     def blob(self, value: Buffer) -> None:
         """Append ``value`` without copying it now."""
+        if self.chunks is None:
+            self.chunks = []
         self.chunks.append(bytes(self))
         self.chunks.append(value)
         del self[:]
 
+    def parts(self) -> list[Buffer]:
+        """The chunks and what follows them, in order (empty parts left out)."""
+        if self.chunks is None:
+            return [self] if self else []
+        return [*self.chunks, self] if self else list(self.chunks)
+
     def getvalue(self) -> bytes:
-        if not self.chunks:
+        if self.chunks is None:
             return bytes(self)
         return b"".join([*self.chunks, self])
 

@@ -243,7 +243,7 @@ def encode_chunks(message: Message, version: int) -> list[bytes | bytearray | me
     """
     out = ChunkedOut()
     encode_into(message, version, out)
-    return [*out.chunks, out] if out else list(out.chunks)
+    return out.parts()
 
 
 def encoder(message_name: str, version: int) -> Callable[[Message], bytes]:
@@ -253,7 +253,7 @@ def encoder(message_name: str, version: int) -> Callable[[Message], bytes]:
     cls = message_class(message_name)
 
     def encode_body(message: Message) -> bytes:
-        if type(message) is not cls and not isinstance(message, cls):
+        if type(message) is not cls and not isinstance(message, cls):  # one compare when exact
             raise TypeError(f"expected a {message_name}, not {type(message).__name__}")
         out = ChunkedOut()
         try:
