@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from workloads import WORKLOADS, Workload
 
 import kcodec
+from kcodec.model import LazyArray
 
 # --- environment ----------------------------------------------------------------------------------
 
@@ -103,6 +104,30 @@ def kcodec_chunks_codec(w: Workload, data: bytes) -> Codec:
     return Codec("kcodec chunks", lambda: dec(data), lambda: chunks(msg, version))
 
 
+def kcodec_lazy_codec(w: Workload, data: bytes) -> Codec:
+    """``decoder(..., lazy=True)``: the body checked, its arrays of structs built on first access."""
+    msg = kcodec.decode(w.message, w.version, data)
+    dec, enc = kcodec.decoder(w.message, w.version, lazy=True), kcodec.encoder(w.message, w.version)
+    return Codec("kcodec lazy", lambda: dec(data), lambda: enc(msg))
+
+
+def kcodec_lazy_built_codec(w: Workload, data: bytes) -> Codec:
+    """``lazy=True`` and then every lazy array built: what a reader that touches everything pays."""
+    msg = kcodec.decode(w.message, w.version, data)
+    dec, enc = kcodec.decoder(w.message, w.version, lazy=True), kcodec.encoder(w.message, w.version)
+    fields = kcodec.message_class(w.message)._fields_
+
+    def decode_all() -> Any:
+        out = dec(data)
+        for name in fields:
+            value = getattr(out, name)
+            if isinstance(value, LazyArray):
+                value.materialize()
+        return out
+
+    return Codec("kcodec lazy+built", decode_all, lambda: enc(msg))
+
+
 def kio_codec(w: Workload, data: bytes) -> Codec | None:
     try:
         from kio.serial import entity_reader, entity_writer
@@ -163,8 +188,20 @@ def kafka_python_old_codec(w: Workload, data: bytes) -> Codec | None:
 LIBS = ("kcodec", "kio", "kafka-python new", "kafka-python old")
 PEERS = LIBS[1:]
 FACTORIES = (kcodec_codec, kio_codec, kafka_python_new_codec, kafka_python_old_codec)
+# which operations of a variant differ from kcodec's bound functions (only those are timed)
+VARIANT_OPS = {
+    "kcodec by name": ("decode", "encode"),
+    "kcodec chunks": ("encode",),
+    "kcodec lazy": ("decode",),
+    "kcodec lazy+built": ("decode",),
+}
 # kcodec's other entry points, timed in the same rounds and shown in a second table
-VARIANTS = {"kcodec by name": kcodec_by_name_codec, "kcodec chunks": kcodec_chunks_codec}
+VARIANTS = {
+    "kcodec by name": kcodec_by_name_codec,
+    "kcodec chunks": kcodec_chunks_codec,
+    "kcodec lazy": kcodec_lazy_codec,
+    "kcodec lazy+built": kcodec_lazy_built_codec,
+}
 
 
 # --- timing -----------------------------------------------------------------------------------------
@@ -227,7 +264,7 @@ def run_workload(w: Workload, rounds: int, target_s: float) -> list[Result]:
     results = []
     for op in ("decode", "encode"):
         res = Result(w.name, op, len(data))
-        fns = {c.lib: getattr(c, op) for c in codecs}
+        fns = {c.lib: getattr(c, op) for c in codecs if op in VARIANT_OPS.get(c.lib, ("decode", "encode"))}
         counts = {lib: calibrate(fn, target_s) for lib, fn in fns.items()}
         order = list(fns)
         for r in range(rounds):
@@ -372,7 +409,8 @@ def main() -> None:
     args = parser.parse_args()
 
     print(pin_malloc())
-    print(f"CPython {sys.version.split()[0]}, {os.cpu_count()} CPUs; gc enabled (setup frozen); {args.rounds} rounds\n")
+    python = sys.version.split()[0]
+    print(f"CPython {python}, {os.cpu_count()} CPUs; gc enabled (setup frozen); {args.rounds} rounds\n")
     imports = {} if args.no_import else import_times()
     for what, ms in imports.items():
         print(f"{what:<45} {ms:8.1f} ms  (median of 7 fresh interpreters)")

@@ -60,6 +60,7 @@ class RenderContext:
     """Helpers the templates call: constant names for struct formats, function ids, conditions."""
 
     function_ids: dict[StructPlan, str]
+    message: str = ""
     formats: dict[str, str] = field(default_factory=dict)
     run_infos: dict[str, str] = field(default_factory=dict)
     array_tables: dict[str, str] = field(default_factory=dict)
@@ -243,7 +244,7 @@ def render_message(env: jinja2.Environment, merged: MergedMessage, source_files:
                 ordered.append(sp)
             if v not in function_versions[sp]:
                 function_versions[sp].append(v)
-    ctx = RenderContext(function_ids)
+    ctx = RenderContext(function_ids, merged.name)
     fields_by_set = specs_by_set(merged)
     classes = []
     for name, ms in merged.classes.items():
@@ -295,6 +296,7 @@ def render_message(env: jinja2.Environment, merged: MergedMessage, source_files:
         "classes": classes,
         "functions": functions,
         "root_functions": [(v, function_ids[mp.root]) for v, mp in plans.items()],
+        "root_ids": {function_ids[mp.root] for mp in plans.values()},
         "owners": owners,
         "flexible": [(s.source, vrange(s.flexible_versions)) for s in reversed(merged.specs)],
         "source_files": [(s.source, source_files[s.source]) for s in reversed(merged.specs)],

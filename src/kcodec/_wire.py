@@ -45,6 +45,13 @@ class ChunkedOut(bytearray):
         return b"".join([*self.chunks, self])
 
 
+def tags_clear(buf: Buffer, start: int, count: int, size: int) -> bool:
+    """Whether ``count`` same-width elements of ``size`` bytes from ``start`` all end with a 0 byte
+    (an empty tagged-field section), so the array is exactly ``count * size`` bytes."""
+    ends = memoryview(buf)[start + size - 1 : start + count * size : size]
+    return bytes(ends).count(0) == count
+
+
 def read_uvarint(buf: Buffer, pos: int) -> tuple[int, int]:
     """Read an unsigned varint (at most 5 bytes, < 2**32) at ``pos``; return (value, next pos)."""
     value = 0

@@ -87,11 +87,15 @@ _encoders: dict[tuple[str, int], Any] = {}
 GC_PAUSE_BYTES = 16384
 
 
-def _decoder_fn(message_name: str, version: int) -> Any:
-    fn = _decoders.get((message_name, version))
+_lazy_decoders: dict[tuple[str, int], Any] = {}
+
+
+def _decoder_fn(message_name: str, version: int, lazy: bool = False) -> Any:
+    cache = _lazy_decoders if lazy else _decoders
+    fn = cache.get((message_name, version))
     if fn is None:
-        fn = _function(message_name, version, "DECODERS")
-        _decoders[(message_name, version)] = fn
+        fn = _function(message_name, version, "DECODERS_LAZY" if lazy else "DECODERS")
+        cache[(message_name, version)] = fn
     return fn
 
 
@@ -155,13 +159,21 @@ def decode(
     *,
     strict: bool = True,
     diagnostics: list[Diagnostic] | None = None,
+    lazy: bool = False,
 ) -> Any:
     """Decode a message body (no size prefix, no header) of ``message_name`` at ``version``.
 
     Every byte must be consumed: leftover bytes raise ``TrailingBytesError`` in strict mode; with
     ``strict=False`` they are reported to ``diagnostics`` (if given) and the message is returned.
+
+    ``lazy=True`` checks the whole body as usual but leaves the message's arrays of structs (e.g.
+    ``MetadataResponse.topics``) as ``kcodec.model.LazyArray`` objects built on first access: for
+    readers that look at a few fields of large messages.
     """
-    fn = _decoders.get((message_name, version)) or _decoder_fn(message_name, version)
+    if lazy:
+        fn = _decoder_fn(message_name, version, True)
+    else:
+        fn = _decoders.get((message_name, version)) or _decoder_fn(message_name, version)
     buf = data if type(data) is bytes else as_buffer(data)
     obj, end = _run_decoder(fn, message_name, buf, 0)
     if end != len(buf):
@@ -169,11 +181,11 @@ def decode(
     return obj
 
 
-def decoder(message_name: str, version: int) -> Callable[[Any], Any]:
+def decoder(message_name: str, version: int, *, lazy: bool = False) -> Callable[[Any], Any]:
     """A decoding function bound to one message and version: ``decoder(name, v)(data)`` is
-    ``decode(name, v, data)`` (strict), without the per-call lookup. Raises now for an unknown
-    message or version."""
-    fn = _decoder_fn(message_name, version)
+    ``decode(name, v, data)`` (strict; ``lazy`` as there), without the per-call lookup. Raises now
+    for an unknown message or version."""
+    fn = _decoder_fn(message_name, version, lazy)
 
     def decode_body(data: Any) -> Any:
         buf = data if type(data) is bytes else as_buffer(data)
