@@ -19,6 +19,8 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from types import TracebackType
@@ -172,3 +174,21 @@ class MockCluster:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+@contextmanager
+def in_process_mock() -> Iterator[tuple[str, int]]:
+    """The mock cluster a confluent-kafka client starts with ``test.mock.num.brokers=1``: (host, port)
+    of its broker on 127.0.0.1, for as long as the context lasts (it dies with its client).
+    Raises ImportError when confluent-kafka is not installed."""
+    import confluent_kafka
+
+    owner = confluent_kafka.Producer({"test.mock.num.brokers": 1, "log_level": 0})
+    try:
+        brokers = owner.list_topics(timeout=5).brokers
+        b = next(iter(brokers.values()))
+        assert b.host == "127.0.0.1"
+        yield b.host, b.port
+    finally:
+        owner.flush(1)
+        del owner  # destroys the mock cluster with its rd_kafka_t

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rdkafka_mock import MockCluster, MockUnavailable
+from rdkafka_mock import MockCluster, MockUnavailable, in_process_mock
 
 import kcodec
 from kcodec.client import AsyncConnection, Connection, parse_host_port
@@ -36,15 +36,9 @@ KMAX = kcodec.api("ApiVersions").max_version
 
 @pytest.fixture(scope="module")
 def rdkafka_mock() -> Iterator[tuple[str, int]]:
-    ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed")
-    producer = ck.Producer({"test.mock.num.brokers": 1, "log_level": 0})
-    try:
-        brokers = producer.list_topics(timeout=5).brokers
-        b = next(iter(brokers.values()))
-        yield b.host, b.port
-    finally:
-        producer.flush(1)
-        del producer  # destroys the mock cluster with its rd_kafka_t
+    pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed")
+    with in_process_mock() as address:
+        yield address
 
 
 def test_rdkafka_mock_handshake(rdkafka_mock: tuple[str, int]) -> None:

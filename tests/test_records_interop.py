@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from rdkafka_mock import in_process_mock
 
 import kcodec
 from kcodec.client import Connection
@@ -43,16 +44,9 @@ Headers = list[tuple[str, bytes | None]]
 @pytest.fixture(scope="module")
 def mock_cluster() -> Iterator[tuple[str, int]]:
     """A one-broker librdkafka mock cluster: (host, port) of its broker on 127.0.0.1."""
-    ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed")
-    owner = ck.Producer({"test.mock.num.brokers": 1, "log_level": 0})
-    try:
-        brokers = owner.list_topics(timeout=5).brokers
-        b = next(iter(brokers.values()))
-        assert b.host == "127.0.0.1"
-        yield b.host, b.port
-    finally:
-        owner.flush(1)
-        del owner  # destroys the mock cluster with its rd_kafka_t
+    pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed")
+    with in_process_mock() as address:
+        yield address
 
 
 def _messages(null_header_values: bool) -> list[tuple[bytes | None, bytes | None, Headers, int]]:

@@ -360,6 +360,18 @@ def _parse_all(
     return out, None
 
 
+
+def _read_nullable_bytes(buf: bytes, p: int, end: int, what: str) -> tuple[bytes | None, int]:
+    """A record's key or value: varint length (-1 for null) and that many bytes, inside the record."""
+    length, p = read_varint(buf, p)
+    if length < 0:
+        if length != -1:
+            raise DecodeError(f"invalid {what} length {length}", p)
+        return None, p
+    if p + length > end:
+        raise DecodeError(f"{what} length {length} runs past the end of the record", p)
+    return buf[p : p + length], p + length
+
 def _parse_one(
     buf: bytes, pos: int, base_offset: int, base_timestamp: int, log_append_time: int | None
 ) -> tuple[Record, int]:
@@ -374,28 +386,8 @@ def _parse_one(
         raise IndexError(p)
     ts_delta, p = read_varlong(buf, p)
     off_delta, p = read_varint(buf, p)
-    klen, p = read_varint(buf, p)
-    key: bytes | None
-    if klen < 0:
-        if klen != -1:
-            raise DecodeError(f"invalid key length {klen}", p)
-        key = None
-    else:
-        if p + klen > end:
-            raise DecodeError(f"key length {klen} runs past the end of the record", p)
-        key = buf[p : p + klen]
-        p += klen
-    vlen, p = read_varint(buf, p)
-    value: bytes | None
-    if vlen < 0:
-        if vlen != -1:
-            raise DecodeError(f"invalid value length {vlen}", p)
-        value = None
-    else:
-        if p + vlen > end:
-            raise DecodeError(f"value length {vlen} runs past the end of the record", p)
-        value = buf[p : p + vlen]
-        p += vlen
+    key, p = _read_nullable_bytes(buf, p, end, "key")
+    value, p = _read_nullable_bytes(buf, p, end, "value")
     hcount, p = read_varint(buf, p)
     headers: list[tuple[str, bytes | None]] = []
     if hcount:
