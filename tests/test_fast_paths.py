@@ -212,3 +212,13 @@ def test_elements_written_in_place_report_errors_at_the_element(version: int) ->
     assert e.value.path.startswith("MetadataResponse.topics[1].partitions[2].isr_nodes")
     msg.topics[1].partitions[2].isr_nodes = [1]
     assert kcodec.decode("MetadataResponse", version, kcodec.encode(msg, version)) == msg
+
+
+def test_a_bool_is_not_a_version_even_once_the_int_one_is_cached() -> None:
+    msg = kcodec.message_class("ApiVersionsRequest")()
+    data = kcodec.encode(msg, 1)
+    assert kcodec.decode("ApiVersionsRequest", 1, data) == msg
+    with pytest.raises(UnsupportedVersionError):
+        kcodec.decode("ApiVersionsRequest", True, data)  # type: ignore[arg-type]
+    with pytest.raises(UnsupportedVersionError):
+        kcodec.encode(msg, True)  # type: ignore[arg-type]

@@ -77,7 +77,9 @@ def _function(message_name: str, version: int, table: str) -> Any:
 
 
 # (message name, version) -> generated function: one dict lookup per call once a pair has been used.
+# Keys are only ever looked up with an int version (True == 1 would find version 1's function).
 _decoders: dict[tuple[str, int], Any] = {}
+_lazy_decoders: dict[tuple[str, int], Any] = {}
 _encoders: dict[tuple[str, int], Any] = {}
 
 # Decoding a large body allocates thousands of objects that cannot form reference cycles; the cyclic
@@ -87,12 +89,9 @@ _encoders: dict[tuple[str, int], Any] = {}
 GC_PAUSE_BYTES = 16384
 
 
-_lazy_decoders: dict[tuple[str, int], Any] = {}
-
-
 def _decoder_fn(message_name: str, version: int, lazy: bool = False) -> Any:
     cache = _lazy_decoders if lazy else _decoders
-    fn = cache.get((message_name, version))
+    fn = cache.get((message_name, version)) if type(version) is int else None
     if fn is None:
         fn = _function(message_name, version, "DECODERS_LAZY" if lazy else "DECODERS")
         cache[(message_name, version)] = fn
@@ -100,7 +99,7 @@ def _decoder_fn(message_name: str, version: int, lazy: bool = False) -> Any:
 
 
 def _encoder_fn(message_name: str, version: int) -> Any:
-    fn = _encoders.get((message_name, version))
+    fn = _encoders.get((message_name, version)) if type(version) is int else None
     if fn is None:
         fn = _function(message_name, version, "ENCODERS")
         _encoders[(message_name, version)] = fn
@@ -170,10 +169,7 @@ def decode(
     ``MetadataResponse.topics``) as ``kcodec.model.LazyArray`` objects built on first access: for
     readers that look at a few fields of large messages.
     """
-    if lazy:
-        fn = _decoder_fn(message_name, version, True)
-    else:
-        fn = _decoders.get((message_name, version)) or _decoder_fn(message_name, version)
+    fn = _decoder_fn(message_name, version, lazy)
     buf = data if type(data) is bytes else as_buffer(data)
     obj, end = _run_decoder(fn, message_name, buf, 0)
     if end != len(buf):
@@ -189,19 +185,9 @@ def decoder(message_name: str, version: int, *, lazy: bool = False) -> Callable[
 
     def decode_body(data: Any) -> Any:
         buf = data if type(data) is bytes else as_buffer(data)
-        size = len(buf)
-        if size < GC_PAUSE_BYTES:
-            try:
-                obj, end = fn(buf, 0, size)
-            except DecodeError as e:
-                e._segments.append(message_name)
-                raise
-            except RecursionError:
-                raise DecodeError("nesting too deep", 0, message_name) from None
-        else:
-            obj, end = _run_decoder(fn, message_name, buf, 0)
-        if end != size:
-            _trailing(message_name, version, end, size, True, None)
+        obj, end = _run_decoder(fn, message_name, buf, 0)
+        if end != len(buf):
+            _trailing(message_name, version, end, len(buf), True, None)
         return obj
 
     decode_body.__name__ = decode_body.__qualname__ = f"decode_{message_name}_v{version}"
@@ -224,12 +210,7 @@ def _encode_failed(e: Exception, name: str, version: int) -> Exception:
     return e
 
 
-def encode_into(message: Message, version: int, out: bytearray) -> None:
-    """Append the encoding of ``message`` at ``version`` to ``out``."""
-    name = getattr(type(message), "MESSAGE_NAME", None)
-    if not isinstance(message, Message) or not name:
-        raise TypeError(f"expected a kcodec message, not {type(message).__name__}")
-    fn = _encoders.get((name, version)) or _encoder_fn(name, version)
+def _run_encoder(fn: Any, name: str, version: int, message: Message, out: bytearray) -> None:
     try:
         fn(message, out)
     except (UnsupportedVersionError, EncodeError) as e:
@@ -237,6 +218,14 @@ def encode_into(message: Message, version: int, out: bytearray) -> None:
         if err is e:
             raise
         raise err from None
+
+
+def encode_into(message: Message, version: int, out: bytearray) -> None:
+    """Append the encoding of ``message`` at ``version`` to ``out``."""
+    name = getattr(type(message), "MESSAGE_NAME", None)
+    if not isinstance(message, Message) or not name:
+        raise TypeError(f"expected a kcodec message, not {type(message).__name__}")
+    _run_encoder(_encoder_fn(name, version), name, version, message, out)
 
 
 def encode(message: Message, version: int) -> bytes:
@@ -268,13 +257,7 @@ def encoder(message_name: str, version: int) -> Callable[[Message], bytes]:
         if type(message) is not cls and not isinstance(message, cls):  # one compare when exact
             raise TypeError(f"expected a {message_name}, not {type(message).__name__}")
         out = ChunkedOut()
-        try:
-            fn(message, out)
-        except (UnsupportedVersionError, EncodeError) as e:
-            err = _encode_failed(e, message_name, version)
-            if err is e:
-                raise
-            raise err from None
+        _run_encoder(fn, message_name, version, message, out)
         return out.getvalue()
 
     encode_body.__name__ = encode_body.__qualname__ = f"encode_{message_name}_v{version}"
