@@ -20,10 +20,9 @@ import struct
 
 import cramjam
 
+from kcodec._wire import Buffer
 from kcodec.records import lz4frame
 from kcodec.records.model import Compression
-
-Buffer = bytes | bytearray | memoryview
 
 DEFAULT_MAX_DECOMPRESSED_SIZE = 64 * 1024 * 1024
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 from typing import Any, Literal
 
+from kcodec._wire import Buffer
 from kcodec.errors import DecodeError, KcodecError
 from kcodec.records import batch as _v2
 from kcodec.records import legacy as _legacy
@@ -39,7 +40,6 @@ from kcodec.records.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from kcodec.records.model import ControlType, Header
 from kcodec.records.reader import next_batch_end
 
-Buffer = bytes | bytearray | memoryview
 ValueMode = Literal["base64", "text"]
 VALUE_MODES: tuple[ValueMode, ...] = ("base64", "text")
 

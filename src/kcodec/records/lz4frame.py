@@ -28,7 +28,7 @@ import struct
 import cramjam
 from xxhash import xxh32_intdigest
 
-Buffer = bytes | bytearray | memoryview
+from kcodec._wire import Buffer
 
 MAGIC = 0x184D2204
 _MAGIC_BYTES = struct.pack("<I", MAGIC)

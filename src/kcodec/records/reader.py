@@ -11,13 +11,12 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
+from kcodec._wire import Buffer
 from kcodec.records import batch as _v2
 from kcodec.records import legacy as _legacy
 from kcodec.records.base import Batch
 from kcodec.records.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from kcodec.records.errors import CorruptRecordError
-
-Buffer = bytes | bytearray | memoryview
 
 LOG_OVERHEAD = 12  # offset + length
 HEADER_SIZE_UP_TO_MAGIC = 17
