@@ -64,6 +64,7 @@ class RenderContext:
     formats: dict[str, str] = field(default_factory=dict)
     run_infos: dict[str, str] = field(default_factory=dict)
     array_tables: dict[str, str] = field(default_factory=dict)
+    shapes: dict[str, str] = field(default_factory=dict)
 
     def array_table(self, fmt: str, prefix: str = "") -> str:
         """A module constant: ``struct.Struct`` objects for 0..31 elements of ``fmt`` (small arrays),
@@ -116,6 +117,48 @@ class RenderContext:
             "defaults": [(a.attr, a.default) for a in plan.absent]
             + [(t.attr, t.default) for t in plan.tagged],
             "flexible": plan.flexible,
+        }
+
+    def shaped_struct(self, plan: StructPlan) -> dict[str, Any] | None:
+        """How to read and write each element of an array of ``plan`` structs with one ``struct`` call
+        when its width varies only through arrays of fixed-width values (e.g. a Metadata partition's
+        replica, ISR and offline lists): the generated code asks ``kcodec._wire`` for the
+        ``struct.Struct`` of the element's *shape* (its array lengths, one compact-length byte each,
+        and an empty tagged-field section), built on first sight and kept in a bounded module dict.
+        Flexible versions only; no uuid fields (``16s`` would pad), nullable arrays or tagged fields.
+        None when the plan does not qualify."""
+        if not plan.flexible or plan.tagged:
+            return None
+        pattern = ">"
+        steps: list[dict[str, Any]] = []
+        widths: list[int] = []
+        for step in plan.steps:
+            if isinstance(step, RunPlan):
+                if any(f.value.prim == "uuid" for f in step.fields):
+                    return None
+                pattern += step.fmt[1:]
+                steps.append({"run": [f.attr for f in step.fields]})
+                widths.append(len(step.fields))
+                continue
+            v, el = step.value, step.value.element
+            if v.kind != "array" or v.nullable or not v.compact or el is None:
+                return None
+            if el.kind != "fixed" or el.prim == "uuid":
+                return None
+            pattern += "B%d" + el.fmt
+            steps.append({"array": step.attr})
+            widths.append(-1)
+        if -1 not in widths:
+            return None  # same width every time: fixed_struct's iter_unpack does better
+        pattern += "B"
+        if pattern not in self.shapes:
+            self.shapes[pattern] = str(len(self.shapes))
+        return {
+            "id": self.shapes[pattern],
+            "pattern": pattern,
+            "widths": "(" + "".join(f"{w}, " for w in widths) + ")",
+            "steps": steps,
+            "arrays": [st["array"] for st in steps if "array" in st],
         }
 
     @staticmethod
@@ -304,12 +347,14 @@ def render_message(env: jinja2.Environment, merged: MergedMessage, source_files:
         "formats": [],
         "run_infos": [],
         "array_tables": [],
+        "shapes": [],
     }
     template = env.get_template("message.py.j2")
     template.render(**context)  # first pass registers struct formats and run descriptions
     context["formats"] = list(ctx.formats.items())
     context["run_infos"] = list(ctx.run_infos.items())
     context["array_tables"] = list(ctx.array_tables.items())
+    context["shapes"] = list(ctx.shapes.items())
     return tidy(template.render(**context))
 
 

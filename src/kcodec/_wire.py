@@ -52,12 +52,72 @@ def tags_clear(buf: Buffer, start: int, count: int, size: int) -> bool:
     return bytes(ends).count(0) == count
 
 
+# --- shapes: one struct call per element whose width varies only through arrays of fixed values ---
+
+SHAPES_MAX = 64  # shapes cached per struct; elements of further shapes take the general path
+_LAST: tuple[int, ...] = ()  # a reader cache's key for the shape read most recently
+
+
+def shape_writer(cache: dict[tuple[int, ...], Any], key: tuple[int, ...], pattern: str) -> Any:
+    """The ``struct.Struct`` writing an element whose arrays have the lengths ``key``: ``pattern``
+    (e.g. ``">hiiiB%diB%diB%diB"``) filled in with them, one compact-length byte per array.
+    None when a length needs a multi-byte varint or the cache already holds ``SHAPES_MAX`` shapes,
+    and the generated code then writes the element field by field."""
+    if len(cache) >= SHAPES_MAX or max(key) > 126:
+        return None
+    packer = cache[key] = struct.Struct(pattern % key)
+    return packer
+
+
+def shape_reader(
+    cache: dict[tuple[int, ...], Any], key: tuple[int, ...], pattern: str, widths: tuple[int, ...]
+) -> tuple[Any, ...] | None:
+    """How to read an element of the shape ``key`` (its array lengths) with one ``unpack_from``:
+    ``(unpack_from, size, start of each step after the first, count byte of each array)``, where a
+    step is a run of ``widths[i]`` fixed fields or an array (width -1) and a start is the step's
+    index in the unpacked tuple. The generated code checks every count byte (and the empty
+    tagged-field byte) before it trusts the tuple, so a wrong guess only costs the general read.
+    The shape read last is kept under the key ``()`` to start the next array with. None as for
+    ``shape_writer``."""
+    hit = cache.get(key)
+    if hit is None:
+        if len(cache) >= SHAPES_MAX or max(key) > 126:
+            return None
+        unpacker = struct.Struct(pattern % key)
+        starts: list[int] = []
+        counts: list[int] = []
+        lengths = iter(key)
+        index = 0
+        for width in widths:
+            starts.append(index)
+            if width < 0:
+                length = next(lengths)
+                counts.append(length + 1)
+                index += 1 + length
+            else:
+                index += width
+        hit = cache[key] = (unpacker.unpack_from, unpacker.size, *starts[1:], *counts)
+    cache[_LAST] = hit
+    return hit
+
+
 def read_uvarint(buf: Buffer, pos: int) -> tuple[int, int]:
     """Read an unsigned varint (at most 5 bytes, < 2**32) at ``pos``; return (value, next pos)."""
+    # lengths of 128 B .. 2 MiB (two or three bytes) without the loop: the common multi-byte case
+    n = len(buf)
+    if pos + 2 < n:
+        b0 = buf[pos]
+        if b0 < 0x80:
+            return b0, pos + 1
+        b1 = buf[pos + 1]
+        if b1 < 0x80:
+            return (b0 & 0x7F) | (b1 << 7), pos + 2
+        b2 = buf[pos + 2]
+        if b2 < 0x80:
+            return (b0 & 0x7F) | ((b1 & 0x7F) << 7) | (b2 << 14), pos + 3
     value = 0
     shift = 0
     start = pos
-    n = len(buf)
     while True:
         if pos >= n:
             raise DecodeError("varint runs past the end of the buffer", start)
