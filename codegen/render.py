@@ -119,6 +119,45 @@ class RenderContext:
             "flexible": plan.flexible,
         }
 
+    def inline_write(self, plan: StructPlan) -> bool:
+        """Whether array elements of ``plan`` are written in the array's loop: structs without known
+        tagged fields whose struct values, if any, are arrays of structs written in place themselves
+        (so a ListOffsets topic and its partitions are written without a call per topic)."""
+        if plan.tagged:
+            return False
+        if self.inline_struct(plan):
+            return True
+        for step in plan.steps:
+            if not isinstance(step, FieldPlan):
+                continue
+            v = step.value
+            if v.kind == "struct":
+                return False
+            el = v.element
+            if el is not None and el.kind == "struct":
+                assert el.struct is not None
+                if el.struct.tagged or not self.inline_struct(el.struct):
+                    return False
+        return True
+
+    def reads_records(self, plan: StructPlan) -> bool:
+        """Whether a decoder of ``plan`` reads a records value (a zero-copy memoryview slice) itself or
+        in an element read in place: it then takes one ``memoryview`` of the buffer up front."""
+
+        def direct(p: StructPlan) -> bool:
+            fields = [s for s in p.steps if isinstance(s, FieldPlan)] + list(p.tagged)
+            return any(f.value.kind == "records" for f in fields)
+
+        def inline_elements(p: StructPlan) -> list[StructPlan]:
+            out = []
+            for step in p.steps:
+                el = step.value.element if isinstance(step, FieldPlan) else None
+                if el is not None and el.struct is not None and self.inline_struct(el.struct):
+                    out.append(el.struct)
+            return out
+
+        return direct(plan) or any(direct(el) for el in inline_elements(plan))
+
     def shaped_struct(self, plan: StructPlan) -> dict[str, Any] | None:
         """How to read and write each element of an array of ``plan`` structs with one ``struct`` call
         when its width varies only through arrays of fixed-width values (e.g. a Metadata partition's

@@ -222,3 +222,27 @@ def test_a_bool_is_not_a_version_even_once_the_int_one_is_cached() -> None:
         kcodec.decode("ApiVersionsRequest", True, data)  # type: ignore[arg-type]
     with pytest.raises(UnsupportedVersionError):
         kcodec.encode(msg, True)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("version", [0, 4, 6, 10])
+def test_nested_elements_written_in_place_report_errors_at_the_inner_element(version: int) -> None:
+    """ListOffsets topics are written in the loop of the request, their partitions in the topic's."""
+    from kcodec.errors import EncodeError
+
+    cls = kcodec.message_class("ListOffsetsRequest")
+    topic, part = cls.ListOffsetsTopic, cls.ListOffsetsPartition  # type: ignore[attr-defined]
+    msg = cls(  # type: ignore[call-arg]
+        topics=[topic(name=f"t{t}", partitions=[part(partition_index=p, timestamp=-1) for p in range(3)])
+                for t in range(3)]
+    )
+    data = kcodec.encode(msg, version)
+    assert kcodec.encode(kcodec.decode("ListOffsetsRequest", version, data), version) == data
+    msg.topics[2].partitions[1].timestamp = 2**70
+    with pytest.raises(EncodeError) as e:
+        kcodec.encode(msg, version)
+    assert e.value.path.startswith("ListOffsetsRequest.topics[2].partitions[1].timestamp")
+    msg.topics[2].partitions[1].timestamp = -1
+    msg.topics[1].name = None
+    with pytest.raises(EncodeError) as e:
+        kcodec.encode(msg, version)
+    assert e.value.path.startswith("ListOffsetsRequest.topics[1].name")

@@ -114,6 +114,14 @@ def as_buffer(data: Any) -> bytes | bytearray | memoryview:
     raise TypeError(f"expected bytes, bytearray or memoryview, not {type(data).__name__}")
 
 
+def _decode_failed(e: DecodeError | RecursionError, message_name: str, pos: int) -> DecodeError:
+    """The error a decode raises for an error the generated decoder raised (message-level context)."""
+    if isinstance(e, DecodeError):
+        e._segments.append(message_name)
+        return e
+    return DecodeError("nesting too deep", pos, message_name)
+
+
 def _run_decoder(fn: Any, message_name: str, buf: Any, pos: int) -> tuple[Message, int]:
     size = len(buf)
     paused = size >= GC_PAUSE_BYTES and _gc_isenabled()
@@ -121,11 +129,8 @@ def _run_decoder(fn: Any, message_name: str, buf: Any, pos: int) -> tuple[Messag
         _gc_disable()
     try:
         obj, end = fn(buf, pos, size)
-    except DecodeError as e:
-        e._segments.append(message_name)
-        raise
-    except RecursionError:
-        raise DecodeError("nesting too deep", pos, message_name) from None
+    except (DecodeError, RecursionError) as e:
+        raise _decode_failed(e, message_name, pos) from None
     finally:
         if paused:
             _gc_enable()
@@ -185,9 +190,16 @@ def decoder(message_name: str, version: int, *, lazy: bool = False) -> Callable[
 
     def decode_body(data: Any) -> Any:
         buf = data if type(data) is bytes else as_buffer(data)
-        obj, end = _run_decoder(fn, message_name, buf, 0)
-        if end != len(buf):
-            _trailing(message_name, version, end, len(buf), True, None)
+        size = len(buf)
+        if size >= GC_PAUSE_BYTES:
+            obj, end = _run_decoder(fn, message_name, buf, 0)
+        else:  # _run_decoder's work without its frame: small bodies are where a call shows
+            try:
+                obj, end = fn(buf, 0, size)
+            except (DecodeError, RecursionError) as e:
+                raise _decode_failed(e, message_name, 0) from None
+        if end != size:
+            _trailing(message_name, version, end, size, True, None)
         return obj
 
     decode_body.__name__ = decode_body.__qualname__ = f"decode_{message_name}_v{version}"
@@ -214,10 +226,7 @@ def _run_encoder(fn: Any, name: str, version: int, message: Message, out: bytear
     try:
         fn(message, out)
     except (UnsupportedVersionError, EncodeError) as e:
-        err = _encode_failed(e, name, version)
-        if err is e:
-            raise
-        raise err from None
+        raise _encode_failed(e, name, version) from None
 
 
 def encode_into(message: Message, version: int, out: bytearray) -> None:
@@ -257,8 +266,11 @@ def encoder(message_name: str, version: int) -> Callable[[Message], bytes]:
         if type(message) is not cls and not isinstance(message, cls):  # one compare when exact
             raise TypeError(f"expected a {message_name}, not {type(message).__name__}")
         out = ChunkedOut()
-        _run_encoder(fn, message_name, version, message, out)
-        return out.getvalue()
+        try:  # _run_encoder's work without its frame
+            fn(message, out)
+        except (UnsupportedVersionError, EncodeError) as e:
+            raise _encode_failed(e, message_name, version) from None
+        return bytes(out) if out.chunks is None else out.getvalue()
 
     encode_body.__name__ = encode_body.__qualname__ = f"encode_{message_name}_v{version}"
     return encode_body
