@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+import construct
 import pytest
 
 import kcodec
@@ -353,3 +354,33 @@ def test_bad_unknown_tag_lists_are_refused(unknown: list[tuple[int, bytes]], rea
     with pytest.raises(EncodeError, match=reason) as exc:
         kcodec.encode(cls("FetchRequest")(cluster_id="c", unknown_tagged_fields=unknown), 12)
     assert exc.value.path == "FetchRequest._tagged_fields"
+
+
+@pytest.mark.parametrize(
+    ("body_hex", "offset", "reason"),
+    [
+        # HeartbeatResponse v4: throttle, error code, then a tagged section of two fields with tag 5 twice
+        ("0000000000000205000500", 9, "tagged field 5 repeats tag 5"),
+        ("0000000000000206000500", 9, "tagged field 5 comes after tag 6"),
+        # one tag written as a 5-byte varint whose fifth byte carries bits above 32 (5 + 2**32)
+        ("00000000000001858080801000", 7, "unsigned varint 4294967301 does not fit 32 bits"),
+    ],
+)
+def test_tag_sections_that_could_not_be_written_back_are_refused_at_decode(
+    body_hex: str, offset: int, reason: str
+) -> None:
+    data = bytes.fromhex(body_hex)
+    with pytest.raises(DecodeError) as info:
+        kcodec.decode("HeartbeatResponse", 4, data)
+    assert info.value.offset == offset and info.value.reason.startswith(reason)
+    assert info.value.path == "HeartbeatResponse._tagged_fields"
+    with pytest.raises(construct.ConstructError, match=reason):  # the construct backend agrees
+        kcodec.construct_schema("HeartbeatResponse", 4).parse(data)
+
+
+def test_whatever_tag_section_decodes_re_encodes_byte_for_byte() -> None:
+    # ascending unknown tags, one of them at 2**31 + 5 (a 5-byte varint within 32 bits)
+    data = bytes.fromhex("000000000000" "03" "0500" "0601ff" "858080800800")
+    msg = kcodec.decode("HeartbeatResponse", 4, data)
+    assert msg.unknown_tagged_fields == [(5, b""), (6, b"\xff"), (2**31 + 5, b"")]
+    assert kcodec.encode(msg, 4) == data

@@ -125,6 +125,8 @@ def read_uvarint(buf: Buffer, pos: int) -> tuple[int, int]:
         pos += 1
         value |= (b & 0x7F) << shift
         if b < 0x80:
+            if value > 0xFFFFFFFF:  # a fifth byte above 0x0F: bits Kafka's reader would drop
+                raise DecodeError(f"unsigned varint {value} does not fit 32 bits", start)
             return value, pos
         shift += 7
         if shift > 28:
@@ -150,6 +152,14 @@ def uvarint_size(value: int) -> int:
 
 def short(pos: int, need: int, blen: int) -> DecodeError:
     return DecodeError(f"needs {need} bytes but only {max(blen - pos, 0)} remain", pos)
+
+
+def tag_order(pos: int, tag: int, prev: int) -> DecodeError:
+    """A tagged field whose tag is not above the previous one's: KIP-482 sections are strictly
+    ascending, and kcodec's encoder (like Kafka's) writes them only so, so such a section is refused
+    rather than accepted in a form that could not be written back."""
+    what = "repeats" if tag == prev else "comes after"
+    return DecodeError(f"tagged field {tag} {what} tag {prev}: tags must be strictly ascending", pos)
 
 
 def bad_count(pos: int, count: int, size: int, blen: int) -> DecodeError:

@@ -46,6 +46,7 @@ from construct import (
     stream_write,
 )
 
+from kcodec._wire import tag_order
 from kcodec.errors import UnknownMessageError, UnsupportedVersionError
 from kcodec.model import Struct, Uuid
 from kcodec.schema import FieldInfo, MessageInfo
@@ -243,8 +244,14 @@ class Flexible(Subconstruct):  # type: ignore[misc]
             obj[t.name] = _fresh(t.default)
         unknown: list[tuple[int, bytes]] = []
         count = VarInt._parsereport(stream, context, path)
+        prev = -1
         for _ in range(count):
             tag = VarInt._parsereport(stream, context, path)
+            if tag > 0xFFFFFFFF:
+                raise ValidationError(f"unsigned varint {tag} does not fit 32 bits", path=path)
+            if tag <= prev:  # as the fast codec: strictly ascending tags, or the section is refused
+                raise ValidationError(tag_order(0, tag, prev).reason, path=path)
+            prev = tag
             size = VarInt._parsereport(stream, context, path)
             data = stream_read(stream, size, path)
             known = self.by_tag.get(tag)
