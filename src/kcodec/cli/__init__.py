@@ -1,0 +1,55 @@
+"""The ``kcodec`` command. One module per command; each is imported only when that command runs,
+so ``kcodec --help`` and quick commands stay fast.
+
+The commands only present; the work is done by the library (``kcodec.registry``, ``kcodec.schema``,
+``kcodec.capture``, ``kcodec.negotiation``, ...) or, for ``generate``, by the generator run as a
+subprocess (``python -m codegen.generate``) because the runtime never imports the build-time
+``codegen`` package.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from kcodec.cli.common import CONTEXT_SETTINGS
+
+#: command name -> (module under kcodec.cli, attribute, one-line help shown by ``kcodec --help``)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "apis": ("apis", "apis_command", "List every API: key, versions, flexible versions, spec sets."),
+    "describe": ("describe", "describe_command", "Show the fields of a message at a version."),
+    "generate": ("generate", "generate_command", "Generate a codec package from your own spec folder."),
+    "decode-capture": ("decode_capture", "decode_capture_command", "Decode the Kafka traffic in a capture."),
+    "versions": ("versions", "versions_command", "Broker API versions vs kcodec's, negotiated versions."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module = importlib.import_module(f"kcodec.cli.{entry[0]}")
+        command = getattr(module, entry[1])
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings=CONTEXT_SETTINGS)
+@click.version_option(package_name="kcodec", prog_name="kcodec")
+def main() -> None:
+    """kcodec: Apache Kafka wire-protocol codecs generated from Kafka's JSON message specs."""
+
+
+__all__ = ["COMMANDS", "main"]

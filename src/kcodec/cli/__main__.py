@@ -1,0 +1,5 @@
+"""``python -m kcodec.cli``: the ``kcodec`` command."""
+
+from kcodec.cli import main
+
+main()

@@ -1,0 +1,54 @@
+"""``kcodec apis``: every API kcodec knows."""
+
+from __future__ import annotations
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from kcodec.cli.common import console, json_line, ranges, source_ranges, version_text
+
+
+@click.command("apis")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per API (JSON lines).")
+def apis_command(as_json: bool) -> None:
+    """List every API: key, name, versions, flexible versions and the spec set of each version."""
+    from kcodec.registry import apis
+
+    if as_json:
+        for a in apis():
+            json_line(
+                {
+                    "key": a.key,
+                    "name": a.name,
+                    "request": a.request,
+                    "response": a.response,
+                    "min_version": a.min_version,
+                    "max_version": a.max_version,
+                    "flexible_from": a.flexible_from,
+                    "sources": [
+                        {"from": lo, "to": hi, "spec_set": s} for lo, hi, s in source_ranges(a.sources)
+                    ],
+                    "deprecated_versions": list(a.deprecated_versions),
+                    "unstable_versions": list(a.unstable_versions),
+                    "listeners": list(a.listeners),
+                }
+            )
+        return
+    table = Table(title="Kafka APIs known to kcodec", title_justify="left")
+    table.add_column("key", justify="right", no_wrap=True)
+    table.add_column("name", no_wrap=True)
+    table.add_column("versions", no_wrap=True)
+    for name in ("flexible", "spec sets", "deprecated", "unstable"):
+        table.add_column(name)
+    for a in apis():
+        table.add_row(
+            str(a.key),
+            a.name,
+            f"{a.min_version}-{a.max_version}" if a.max_version != a.min_version else str(a.min_version),
+            "-" if a.flexible_from is None else f"{a.flexible_from}+",
+            ", ".join(f"{version_text(lo, hi)} {escape(s)}" for lo, hi, s in source_ranges(a.sources)),
+            ranges(a.deprecated_versions) or "",
+            ranges(a.unstable_versions) or "",
+        )
+    console().print(table)
