@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DecodeError",
     "EncodeError",
+    "ErrorCode",
     "KcodecError",
     "UnsupportedVersionError",
     "api",
@@ -30,6 +31,7 @@ __all__ = [
     "encode_request",
     "encode_response",
     "encoder",
+    "error_name",
     "errors",
     "from_json",
     "message_class",
@@ -53,12 +55,15 @@ _LAZY = {
     "decode_response": ("kcodec.frames", "decode_response"),
     "construct_schema": ("kcodec.construct_backend", "construct_schema"),
     "strategies": ("kcodec.strategies", None),
+    "ErrorCode": ("kcodec.error_codes", "ErrorCode"),
+    "error_name": ("kcodec.error_codes", "error_name"),
 }
 
 if TYPE_CHECKING:
     from kcodec import strategies as strategies
     from kcodec.codec import decode, decoder, encode, encode_chunks, encoder, message_class
     from kcodec.construct_backend import construct_schema
+    from kcodec.error_codes import ErrorCode, error_name
     from kcodec.frames import decode_request, decode_response, encode_request, encode_response
     from kcodec.jsonconv import from_json, to_json
     from kcodec.registry import api, apis
