@@ -1,0 +1,167 @@
+"""The Spark job: input files -> segment rows -> frame and issue rows -> Parquet tables.
+
+1. list the inputs and plan byte-range splits (:mod:`~kcodec.pipeline.inputs`); one task per split
+   reads it into TCP segment rows (:mod:`~kcodec.pipeline.scan`);
+2. the rows are repartitioned by connection key and sorted by capture order within each partition;
+   one pass over each partition decodes whole connections (:mod:`~kcodec.pipeline.decode`);
+3. connections are numbered across the input by their first segment; ``frames`` (partitioned by
+   ``date`` and ``api``) and ``diagnostics`` are written; the aggregates are computed from the
+   ``frames`` table as written (:mod:`~kcodec.pipeline.aggregates`).
+
+Nothing is read by the driver but the file listing and the small aggregate tables.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kcodec.capture import DEFAULT_PORTS
+from kcodec.pipeline.aggregates import aggregate_tables
+from kcodec.pipeline.decode import EVENT_COLUMNS, decode_batches
+from kcodec.pipeline.inputs import DEFAULT_SPLIT_SIZE, InputFile, list_inputs, splits
+from kcodec.pipeline.progress import ProgressDisplay, ProgressTracker
+from kcodec.pipeline.scan import SEGMENT_COLUMNS, SPLIT_COLUMNS, scan_batches
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["TABLES", "PipelineResult", "run_job"]
+
+#: The tables written under the output folder, in the order they are written.
+TABLES = ("frames", "diagnostics", "api_stats", "latency", "errors", "clients", "fencing", "timeline", "summary")
+
+
+@dataclass(slots=True)
+class PipelineResult:
+    output: str
+    files: list[InputFile]
+    input_bytes: int
+    seconds: float
+    summary: dict[str, Any]
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # the small aggregate tables
+
+
+def _ddl(columns: Sequence[tuple[str, str]]) -> str:
+    return ", ".join(f"`{name}` {t}" for name, t in columns)
+
+
+def _events(spark: SparkSession, files: list[InputFile], tracker: ProgressTracker, *, ports: tuple[int, ...],
+            autodetect: bool, strict: bool, split_size: int, partitions: int) -> DataFrame:
+    plan = splits(files, split_size)
+    rdd = spark.sparkContext.parallelize(plan, len(plan))
+    split_df = spark.createDataFrame(rdd, _ddl(SPLIT_COLUMNS))
+    done = tracker.callback()
+    segments = split_df.mapInArrow(lambda it: scan_batches(it, done), _ddl(SEGMENT_COLUMNS))
+    return (
+        segments.repartition(partitions, "key")
+        .sortWithinPartitions("key", "file_order", "offset")
+        .mapInArrow(lambda it: decode_batches(it, ports, autodetect, strict), _ddl(EVENT_COLUMNS))
+    )
+
+
+def _numbered(events: DataFrame) -> DataFrame:
+    """Events with ``connection``: 1, 2, ... by the capture position of each connection's first segment."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    conns = events.where(F.col("local").isNotNull()).select("key", "local", "first_order", "first_offset").distinct()
+    order = Window.orderBy("first_order", "first_offset", "key", "local")
+    numbers = conns.withColumn("connection", F.row_number().over(order)).select("key", "local", "connection")
+    return events.join(F.broadcast(numbers), ["key", "local"], "left")
+
+
+_COLLECT = 1000  # rows of each aggregate table returned to the caller (all are written)
+_FRAME_COLUMNS = (
+    "time", "connection", "client", "server", "direction", "stream_offset", "size", "api_key", "api_name",
+    "api_version", "correlation_id", "latency", "header", "body", "error", "diagnostics", "client_id",
+    "client_software_name", "client_software_version", "topics", "error_code", "error_name", "partitions",
+    "errors",
+)
+
+
+def _frames(events: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return events.where(F.col("kind") == "frame").select(
+        *_FRAME_COLUMNS,
+        F.timestamp_seconds("time").alias("ts"),
+        F.date_format(F.timestamp_seconds("time"), "yyyy-MM-dd").alias("date"),
+        F.coalesce("api_name", F.lit("unknown")).alias("api"),
+    )
+
+
+def _diagnostics(events: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    issues = events.where(F.col("kind") == "issue").select(
+        F.when(F.col("file").isNotNull(), "file").otherwise("stream").alias("source"),
+        F.col("issue_kind").alias("kind"), "time", "file", "file_offset", "connection", "client", "server",
+        "direction", "stream_offset", "length", "message", F.lit(None).cast("string").alias("api_name"),
+        F.lit(None).cast("int").alias("api_version"), F.lit(None).cast("int").alias("correlation_id"),
+    )
+    frames = events.where((F.col("kind") == "frame") & (F.size("diagnostics") > 0)).select(
+        F.lit("frame").alias("source"),
+        F.when(F.col("error").isNotNull(), "undecodable").otherwise("non-conformant").alias("kind"),
+        "time", F.lit(None).cast("string").alias("file"), F.lit(None).cast("long").alias("file_offset"),
+        "connection", "client", "server", "direction", "stream_offset", F.lit(None).cast("long").alias("length"),
+        F.array_join("diagnostics", "; ").alias("message"), "api_name", "api_version", "correlation_id",
+    )
+    return issues.unionByName(frames)
+
+
+def run_job(
+    spark: SparkSession,
+    inputs: list[str],
+    output: str,
+    *,
+    ports: Sequence[int] = (),
+    autodetect: bool = True,
+    strict: bool = False,
+    split_size: int = DEFAULT_SPLIT_SIZE,
+    partitions: int | None = None,
+    progress: bool | None = None,
+) -> PipelineResult:
+    """Run the pipeline on ``inputs`` into ``output`` (overwritten). ``progress``: show it on standard
+    error (None: when that is a terminal)."""
+    from pyspark import StorageLevel
+
+    started = time.monotonic()
+    files = list_inputs(spark, inputs)
+    all_ports = tuple(dict.fromkeys((*DEFAULT_PORTS, *ports)))
+    parallelism = spark.sparkContext.defaultParallelism
+    tracker = ProgressTracker(spark.sparkContext, files)
+    out = output.rstrip("/")
+    with ProgressDisplay(tracker, force=bool(progress)) if progress is not False else _Null():
+        events = _events(
+            spark, files, tracker, ports=all_ports, autodetect=autodetect, strict=strict, split_size=split_size,
+            partitions=partitions or max(2 * parallelism, 2),
+        )
+        events = _numbered(events.persist(StorageLevel.MEMORY_AND_DISK))
+        try:
+            _frames(events).write.mode("overwrite").partitionBy("date", "api").parquet(f"{out}/frames")
+            tracker.phase = "writing diagnostics"
+            _diagnostics(events).coalesce(1).write.mode("overwrite").parquet(f"{out}/diagnostics")
+        finally:
+            events.unpersist()
+        tracker.phase = "aggregating"
+        frames = spark.read.parquet(f"{out}/frames")
+        diagnostics = spark.read.parquet(f"{out}/diagnostics")
+        input_bytes = sum(f.size for f in files)
+        tables: dict[str, list[dict[str, Any]]] = {}
+        for name, df in aggregate_tables(frames, diagnostics, len(files), input_bytes).items():
+            df.coalesce(1).write.mode("overwrite").parquet(f"{out}/{name}")
+            rows = spark.read.parquet(f"{out}/{name}").limit(_COLLECT).collect()
+            tables[name] = [r.asDict(recursive=True) for r in rows]
+    summary = tables["summary"][0] if tables["summary"] else {}
+    return PipelineResult(out, files, input_bytes, time.monotonic() - started, summary, tables)
+
+
+class _Null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
