@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "generate": ("generate", "generate_command", "Generate a codec package from your own spec folder."),
     "decode-capture": ("decode_capture", "decode_capture_command", "Decode the Kafka traffic in a capture."),
     "versions": ("versions", "versions_command", "Broker API versions vs kcodec's, negotiated versions."),
+    "pipeline": ("pipeline", "pipeline_command", "Decode many captures on Spark into Parquet tables."),
+    "report": ("report", "report_command", "Render a pipeline output folder as an HTML report."),
 }
 
 

@@ -80,7 +80,14 @@ def run_pipeline(
     check_local_inputs(paths)
     spark = spark_session(master)
     result = run_job(
-        spark, paths, output, ports=ports, autodetect=autodetect, strict=strict, split_size=split_size,
-        partitions=partitions, progress=progress,
+        spark,
+        paths,
+        output,
+        ports=ports,
+        autodetect=autodetect,
+        strict=strict,
+        split_size=split_size,
+        partitions=partitions,
+        progress=progress,
     )
     return PipelineRun(result, summary_lines(result.tables))

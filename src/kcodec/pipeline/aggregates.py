@@ -29,8 +29,31 @@ __all__ = ["aggregate_tables", "bucket_width"]
 _FENCING = (int(ErrorCode.FENCED_LEADER_EPOCH), int(ErrorCode.UNKNOWN_LEADER_EPOCH))
 _ACCURACY = 10000
 #: Time bucket widths (seconds) the timeline picks from: the first giving at most ~150 buckets.
-_WIDTHS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200,
-           21600, 43200, 86400)
+_WIDTHS = (
+    0.01,
+    0.02,
+    0.05,
+    0.1,
+    0.2,
+    0.5,
+    1,
+    2,
+    5,
+    10,
+    15,
+    30,
+    60,
+    120,
+    300,
+    600,
+    900,
+    1800,
+    3600,
+    7200,
+    21600,
+    43200,
+    86400,
+)
 
 
 def bucket_width(span: float, buckets: int = 150) -> float:
@@ -76,7 +99,9 @@ def latency(frames: DataFrame) -> DataFrame:
     return (
         frames.where((F.col("direction") == "response") & F.col("latency").isNotNull())
         .groupBy("api_key", "api_name", "api_version")
-        .agg(F.count("*").alias("count"), F.mean(ms).alias("mean_ms"), q.alias("q"), F.max(ms).alias("max_ms"))
+        .agg(
+            F.count("*").alias("count"), F.mean(ms).alias("mean_ms"), q.alias("q"), F.max(ms).alias("max_ms")
+        )
         .select(
             "api_key",
             "api_name",
@@ -97,8 +122,12 @@ def errors(frames: DataFrame) -> DataFrame:
 
     return (
         frames.select("api_name", "time", F.explode("errors").alias("e"))
-        .groupBy("api_name", F.col("e.topic").alias("topic"), F.col("e.error_code").alias("error_code"),
-                 F.col("e.error_name").alias("error_name"))
+        .groupBy(
+            "api_name",
+            F.col("e.topic").alias("topic"),
+            F.col("e.error_code").alias("error_code"),
+            F.col("e.error_name").alias("error_name"),
+        )
         .agg(F.count("*").alias("count"), F.min("time").alias("first_time"), F.max("time").alias("last_time"))
         .orderBy(F.desc("count"), "api_name", "topic", "error_code")
     )
@@ -129,8 +158,12 @@ def fencing(frames: DataFrame) -> DataFrame:
         .select("time", "api_name", "correlation_id", *who, F.explode("errors").alias("e"))
         .where(F.col("e.error_code").isin(*_FENCING))
         .select(
-            "time", "api_name", "correlation_id", *who,
-            F.col("e.topic").alias("topic"), F.col("e.partition").alias("partition"),
+            "time",
+            "api_name",
+            "correlation_id",
+            *who,
+            F.col("e.topic").alias("topic"),
+            F.col("e.partition").alias("partition"),
             F.col("e.error_name").alias("event"),
         )
     )
@@ -138,8 +171,11 @@ def fencing(frames: DataFrame) -> DataFrame:
         frames.where(F.col("direction") == "request")
         .select("connection", "correlation_id", F.explode("partitions").alias("p"))
         .select(
-            "connection", "correlation_id", F.col("p.topic").alias("topic"),
-            F.col("p.partition").alias("partition"), F.col("p.current_leader_epoch").alias("current_leader_epoch"),
+            "connection",
+            "correlation_id",
+            F.col("p.topic").alias("topic"),
+            F.col("p.partition").alias("partition"),
+            F.col("p.current_leader_epoch").alias("current_leader_epoch"),
         )
     )
     keys = ["connection", "correlation_id", "topic", "partition"]
@@ -147,24 +183,47 @@ def fencing(frames: DataFrame) -> DataFrame:
         F.broadcast(answered)
         .join(asked, keys, "left")
         .select(
-            "time", "topic", "partition", "event", "api_name", *who,
-            F.lit(None).cast("int").alias("leader_epoch"), F.lit(None).cast("int").alias("previous_leader_epoch"),
+            "time",
+            "topic",
+            "partition",
+            "event",
+            "api_name",
+            *who,
+            F.lit(None).cast("int").alias("leader_epoch"),
+            F.lit(None).cast("int").alias("previous_leader_epoch"),
             "current_leader_epoch",
         )
     )
     stated = (
         frames.select("time", "api_name", "stream_offset", *who, F.explode("partitions").alias("p"))
         .where(F.col("p.leader_epoch") > NO_LEADER_EPOCH)
-        .select("time", "api_name", "stream_offset", *who, F.col("p.topic").alias("topic"),
-                F.col("p.partition").alias("partition"), F.col("p.leader_epoch").alias("leader_epoch"))
+        .select(
+            "time",
+            "api_name",
+            "stream_offset",
+            *who,
+            F.col("p.topic").alias("topic"),
+            F.col("p.partition").alias("partition"),
+            F.col("p.leader_epoch").alias("leader_epoch"),
+        )
     )
     order = Window.partitionBy("topic", "partition").orderBy("time", "connection", "stream_offset")
     changes = (
         stated.withColumn("previous_leader_epoch", F.lag("leader_epoch").over(order))
-        .where(F.col("previous_leader_epoch").isNotNull() & (F.col("previous_leader_epoch") != F.col("leader_epoch")))
+        .where(
+            F.col("previous_leader_epoch").isNotNull()
+            & (F.col("previous_leader_epoch") != F.col("leader_epoch"))
+        )
         .select(
-            "time", "topic", "partition", F.lit("LEADER_EPOCH_CHANGE").alias("event"), "api_name", *who,
-            "leader_epoch", "previous_leader_epoch", F.lit(None).cast("int").alias("current_leader_epoch"),
+            "time",
+            "topic",
+            "partition",
+            F.lit("LEADER_EPOCH_CHANGE").alias("event"),
+            "api_name",
+            *who,
+            "leader_epoch",
+            "previous_leader_epoch",
+            F.lit(None).cast("int").alias("current_leader_epoch"),
         )
     )
     return fenced.unionByName(changes).orderBy("time", "topic", "partition", "event")
@@ -187,9 +246,16 @@ def timeline(frames: DataFrame, width: float) -> DataFrame:
             q.alias("q"),
         )
         .select(
-            "bucket", F.lit(width).alias("bucket_seconds"), "api_name", "requests",
-            (F.col("requests") / width).alias("requests_per_second"), "responses", "bytes", "error_responses",
-            F.col("q")[0].alias("latency_p50_ms"), F.col("q")[1].alias("latency_p99_ms"),
+            "bucket",
+            F.lit(width).alias("bucket_seconds"),
+            "api_name",
+            "requests",
+            (F.col("requests") / width).alias("requests_per_second"),
+            "responses",
+            "bytes",
+            "error_responses",
+            F.col("q")[0].alias("latency_p50_ms"),
+            F.col("q")[1].alias("latency_p99_ms"),
         )
         .orderBy("bucket", "api_name")
     )
@@ -212,13 +278,17 @@ def summary(frames: DataFrame, diagnostics: DataFrame, files: int, input_bytes: 
     )
     d = diagnostics.agg(
         F.count(F.when(F.col("source") == "stream", 1)).alias("stream_issues"),
-        F.count(F.when((F.col("source") == "file") & (F.col("kind") != "unreadable-file"), 1)).alias("file_issues"),
+        F.count(F.when((F.col("source") == "file") & (F.col("kind") != "unreadable-file"), 1)).alias(
+            "file_issues"
+        ),
         F.countDistinct(F.when(F.col("kind") == "unreadable-file", F.col("file"))).alias("unreadable_files"),
     )
     return f.crossJoin(d).select(F.lit(files).alias("files"), F.lit(input_bytes).alias("input_bytes"), "*")
 
 
-def aggregate_tables(frames: DataFrame, diagnostics: DataFrame, files: int, input_bytes: int) -> dict[str, DataFrame]:
+def aggregate_tables(
+    frames: DataFrame, diagnostics: DataFrame, files: int, input_bytes: int
+) -> dict[str, DataFrame]:
     """Every aggregate table by name (``timeline``'s width from the capture's time span)."""
     from pyspark.sql import functions as F
 

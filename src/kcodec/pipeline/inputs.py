@@ -21,7 +21,14 @@ from kcodec.pipeline.sources import local_path
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_SPLIT_SIZE", "InputFile", "PipelineInputError", "check_local_inputs", "list_inputs", "splits"]
+__all__ = [
+    "DEFAULT_SPLIT_SIZE",
+    "InputFile",
+    "PipelineInputError",
+    "check_local_inputs",
+    "list_inputs",
+    "splits",
+]
 
 DEFAULT_SPLIT_SIZE = 128 << 20
 _DIGITS = re.compile(r"(\d+)")
@@ -79,7 +86,9 @@ def list_inputs(spark: SparkSession, inputs: list[str]) -> list[InputFile]:
     return [InputFile(path, size, i) for i, (path, size) in enumerate(files)]
 
 
-def splits(files: list[InputFile], split_size: int = DEFAULT_SPLIT_SIZE) -> list[tuple[str, int, int, int, int]]:
+def splits(
+    files: list[InputFile], split_size: int = DEFAULT_SPLIT_SIZE
+) -> list[tuple[str, int, int, int, int]]:
     """``(path, file order, start, end, size)`` byte ranges; ``end`` -1: to the end of the file."""
     out: list[tuple[str, int, int, int, int]] = []
     for f in files:

@@ -31,7 +31,17 @@ if TYPE_CHECKING:
 __all__ = ["TABLES", "PipelineResult", "run_job"]
 
 #: The tables written under the output folder, in the order they are written.
-TABLES = ("frames", "diagnostics", "api_stats", "latency", "errors", "clients", "fencing", "timeline", "summary")
+TABLES = (
+    "frames",
+    "diagnostics",
+    "api_stats",
+    "latency",
+    "errors",
+    "clients",
+    "fencing",
+    "timeline",
+    "summary",
+)
 
 
 @dataclass(slots=True)
@@ -48,8 +58,17 @@ def _ddl(columns: Sequence[tuple[str, str]]) -> str:
     return ", ".join(f"`{name}` {t}" for name, t in columns)
 
 
-def _events(spark: SparkSession, files: list[InputFile], tracker: ProgressTracker, *, ports: tuple[int, ...],
-            autodetect: bool, strict: bool, split_size: int, partitions: int) -> DataFrame:
+def _events(
+    spark: SparkSession,
+    files: list[InputFile],
+    tracker: ProgressTracker,
+    *,
+    ports: tuple[int, ...],
+    autodetect: bool,
+    strict: bool,
+    split_size: int,
+    partitions: int,
+) -> DataFrame:
     plan = splits(files, split_size)
     rdd = spark.sparkContext.parallelize(plan, len(plan))
     split_df = spark.createDataFrame(rdd, _ddl(SPLIT_COLUMNS))
@@ -67,7 +86,11 @@ def _numbered(events: DataFrame) -> DataFrame:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    conns = events.where(F.col("local").isNotNull()).select("key", "local", "first_order", "first_offset").distinct()
+    conns = (
+        events.where(F.col("local").isNotNull())
+        .select("key", "local", "first_order", "first_offset")
+        .distinct()
+    )
     order = Window.orderBy("first_order", "first_offset", "key", "local")
     numbers = conns.withColumn("connection", F.row_number().over(order)).select("key", "local", "connection")
     return events.join(F.broadcast(numbers), ["key", "local"], "left")
@@ -75,9 +98,29 @@ def _numbered(events: DataFrame) -> DataFrame:
 
 _COLLECT = 1000  # rows of each aggregate table returned to the caller (all are written)
 _FRAME_COLUMNS = (
-    "time", "connection", "client", "server", "direction", "stream_offset", "size", "api_key", "api_name",
-    "api_version", "correlation_id", "latency", "header", "body", "error", "diagnostics", "client_id",
-    "client_software_name", "client_software_version", "topics", "error_code", "error_name", "partitions",
+    "time",
+    "connection",
+    "client",
+    "server",
+    "direction",
+    "stream_offset",
+    "size",
+    "api_key",
+    "api_name",
+    "api_version",
+    "correlation_id",
+    "latency",
+    "header",
+    "body",
+    "error",
+    "diagnostics",
+    "client_id",
+    "client_software_name",
+    "client_software_version",
+    "topics",
+    "error_code",
+    "error_name",
+    "partitions",
     "errors",
 )
 
@@ -98,16 +141,37 @@ def _diagnostics(events: DataFrame) -> DataFrame:
 
     issues = events.where(F.col("kind") == "issue").select(
         F.when(F.col("file").isNotNull(), "file").otherwise("stream").alias("source"),
-        F.col("issue_kind").alias("kind"), "time", "file", "file_offset", "connection", "client", "server",
-        "direction", "stream_offset", "length", "message", F.lit(None).cast("string").alias("api_name"),
-        F.lit(None).cast("int").alias("api_version"), F.lit(None).cast("int").alias("correlation_id"),
+        F.col("issue_kind").alias("kind"),
+        "time",
+        "file",
+        "file_offset",
+        "connection",
+        "client",
+        "server",
+        "direction",
+        "stream_offset",
+        "length",
+        "message",
+        F.lit(None).cast("string").alias("api_name"),
+        F.lit(None).cast("int").alias("api_version"),
+        F.lit(None).cast("int").alias("correlation_id"),
     )
     frames = events.where((F.col("kind") == "frame") & (F.size("diagnostics") > 0)).select(
         F.lit("frame").alias("source"),
         F.when(F.col("error").isNotNull(), "undecodable").otherwise("non-conformant").alias("kind"),
-        "time", F.lit(None).cast("string").alias("file"), F.lit(None).cast("long").alias("file_offset"),
-        "connection", "client", "server", "direction", "stream_offset", F.lit(None).cast("long").alias("length"),
-        F.array_join("diagnostics", "; ").alias("message"), "api_name", "api_version", "correlation_id",
+        "time",
+        F.lit(None).cast("string").alias("file"),
+        F.lit(None).cast("long").alias("file_offset"),
+        "connection",
+        "client",
+        "server",
+        "direction",
+        "stream_offset",
+        F.lit(None).cast("long").alias("length"),
+        F.array_join("diagnostics", "; ").alias("message"),
+        "api_name",
+        "api_version",
+        "correlation_id",
     )
     return issues.unionByName(frames)
 
@@ -136,7 +200,13 @@ def run_job(
     out = output.rstrip("/")
     with ProgressDisplay(tracker, force=bool(progress)) if progress is not False else _Null():
         events = _events(
-            spark, files, tracker, ports=all_ports, autodetect=autodetect, strict=strict, split_size=split_size,
+            spark,
+            files,
+            tracker,
+            ports=all_ports,
+            autodetect=autodetect,
+            strict=strict,
+            split_size=split_size,
             partitions=partitions or max(2 * parallelism, 2),
         )
         events = _numbered(events.persist(StorageLevel.MEMORY_AND_DISK))

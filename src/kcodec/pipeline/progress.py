@@ -24,7 +24,7 @@ __all__ = ["ProgressDisplay", "ProgressTracker"]
 def _dict_param() -> Any:
     from pyspark.accumulators import AccumulatorParam
 
-    class DictSum(AccumulatorParam[dict[int, int]]):  # type: ignore[misc]
+    class DictSum(AccumulatorParam[dict[int, int]]):
         def zero(self, value: dict[int, int]) -> dict[int, int]:
             return {}
 

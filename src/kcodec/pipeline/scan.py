@@ -135,7 +135,8 @@ def scan_batches(splits: Iterable[Any], done: Done | None = None) -> Iterator[An
     def flush() -> Any:
         nonlocal cols
         batch = pa.RecordBatch.from_arrays(
-            [pa.array(values, type=f.type) for values, f in zip(cols.cols, schema, strict=True)], schema=schema
+            [pa.array(values, type=f.type) for values, f in zip(cols.cols, schema, strict=True)],
+            schema=schema,
         )
         cols = _Columns()
         return batch

@@ -30,7 +30,8 @@ def summary_lines(tables: Mapping[str, Rows], top: int = 5) -> list[str]:
         f"({s.get('requests', 0)} requests, {s.get('responses', 0)} responses) on {s.get('connections', 0)} "
         f"connections, {s.get('apis', 0)} APIs, {s.get('client_ids', 0)} client ids",
         f"time: {_when(s.get('first_time'))} .. {_when(s.get('last_time'))}",
-        f"problems: {s.get('undecodable', 0)} undecodable and {s.get('non_conformant', 0)} non-conformant frames, "
+        f"problems: {s.get('undecodable', 0)} undecodable and {s.get('non_conformant', 0)} "
+        "non-conformant frames, "
         f"{s.get('stream_issues', 0)} stream issues, {s.get('file_issues', 0)} capture-file issues, "
         f"{s.get('unreadable_files', 0)} unreadable files",
     ]
@@ -43,7 +44,8 @@ def summary_lines(tables: Mapping[str, Rows], top: int = 5) -> list[str]:
     lat = sorted(tables.get("latency", ()), key=lambda r: -(r["p99_ms"] or 0.0))
     if lat:
         slowest = ", ".join(
-            f"{r['api_name']} v{r['api_version']} p50 {r['p50_ms']:.2f} / p99 {r['p99_ms']:.2f} ms" for r in lat[:3]
+            f"{r['api_name']} v{r['api_version']} p50 {r['p50_ms']:.2f} / p99 {r['p99_ms']:.2f} ms"
+            for r in lat[:3]
         )
         lines.append(f"slowest (p99): {slowest}")
     errs: dict[str, int] = {}
