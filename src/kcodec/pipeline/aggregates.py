@@ -156,7 +156,7 @@ def fencing(frames: DataFrame) -> DataFrame:
     answered = (
         frames.where(F.col("direction") == "response")
         .select("time", "api_name", "correlation_id", *who, F.explode("errors").alias("e"))
-        .where(F.col("e.error_code").isin(*_FENCING))
+        .where(F.col("e.error_code").isin(*_FENCING) & F.col("e.partition").isNotNull())
         .select(
             "time",
             "api_name",
