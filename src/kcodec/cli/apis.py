@@ -12,7 +12,11 @@ from kcodec.cli.common import console, json_line, ranges, source_ranges, version
 @click.command("apis")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per API (JSON lines).")
 def apis_command(as_json: bool) -> None:
-    """List every API: key, name, versions, flexible versions and the spec set of each version."""
+    """List every API: key, name, versions, flexible versions and the spec set of each version.
+
+    Versions in the "proposals" column come from a proposal spec set (not an Apache Kafka spec, e.g.
+    kcodec's KIP-359 Produce v14); negotiation never picks them unless asked to (--proposals).
+    """
     from kcodec.registry import apis
 
     if as_json:
@@ -32,6 +36,7 @@ def apis_command(as_json: bool) -> None:
                     "deprecated_versions": list(a.deprecated_versions),
                     "unstable_versions": list(a.unstable_versions),
                     "listeners": list(a.listeners),
+                    "proposal_versions": {str(v): kip for v, kip in sorted(a.proposals.items())},
                 }
             )
         return
@@ -39,7 +44,7 @@ def apis_command(as_json: bool) -> None:
     table.add_column("key", justify="right", no_wrap=True)
     table.add_column("name", no_wrap=True)
     table.add_column("versions", no_wrap=True)
-    for name in ("flexible", "spec sets", "deprecated", "unstable"):
+    for name in ("flexible", "spec sets", "deprecated", "unstable", "proposals"):
         table.add_column(name)
     for a in apis():
         table.add_row(
@@ -50,5 +55,6 @@ def apis_command(as_json: bool) -> None:
             ", ".join(f"{version_text(lo, hi)} {escape(s)}" for lo, hi, s in source_ranges(a.sources)),
             ranges(a.deprecated_versions) or "",
             ranges(a.unstable_versions) or "",
+            ", ".join(f"v{v} {kip}" for v, kip in sorted(a.proposals.items())),
         )
     console().print(table)

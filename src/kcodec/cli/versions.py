@@ -26,8 +26,13 @@ from kcodec.errors import KcodecError
     metavar="API=MIN-MAX|API=none",
     help="Narrow the client side (kcodec's ranges) for one API, e.g. --cap Fetch=0-8 (repeatable).",
 )
+@click.option(
+    "--proposals",
+    is_flag=True,
+    help="Let kcodec's side offer proposal versions (KIP-359 Produce v14) when the broker advertises them.",
+)
 def versions_command(
-    target: str, as_json: bool, timeout: float, captured: bool, caps: tuple[str, ...]
+    target: str, as_json: bool, timeout: float, captured: bool, caps: tuple[str, ...], proposals: bool
 ) -> None:
     """Broker API versions vs kcodec's, the negotiated version per API and a release fingerprint.
 
@@ -35,9 +40,9 @@ def versions_command(
     """
     from kcodec.negotiation import kcodec_profile, render_versions_report, versions_report
 
-    profile = kcodec_profile(_parse_caps(caps)) if caps else None
+    profile = kcodec_profile(_parse_caps(caps), proposals=proposals) if caps else None
     source: str | bytes = Path(target).read_bytes() if captured else target
-    report = versions_report(source, timeout=timeout, client_profile=profile)
+    report = versions_report(source, timeout=timeout, client_profile=profile, proposals=proposals)
     if as_json:
         click.echo(json.dumps(report, indent=2, default=str))
     else:
