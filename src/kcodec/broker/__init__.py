@@ -20,8 +20,31 @@ protocol, OffsetCommit/OffsetFetch (committed leader epochs), InitProducerId (KI
 
 from __future__ import annotations
 
-from kcodec.broker.cluster import AsyncMockCluster, MockCluster, PartitionInfo
-from kcodec.broker.config import BrokerConfig
-from kcodec.broker.errors import BrokerError
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["AsyncMockCluster", "BrokerConfig", "BrokerError", "MockCluster", "PartitionInfo"]
+
+# Imported on first use, so that loading the pytest plugin (kcodec.broker.pytest_plugin) stays cheap.
+_LAZY = {
+    "AsyncMockCluster": "kcodec.broker.cluster",
+    "MockCluster": "kcodec.broker.cluster",
+    "PartitionInfo": "kcodec.broker.cluster",
+    "BrokerConfig": "kcodec.broker.config",
+    "BrokerError": "kcodec.broker.errors",
+}
+
+if TYPE_CHECKING:
+    from kcodec.broker.cluster import AsyncMockCluster, MockCluster, PartitionInfo
+    from kcodec.broker.config import BrokerConfig
+    from kcodec.broker.errors import BrokerError
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kcodec.broker' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -16,6 +16,7 @@ from kcodec.broker.config import BrokerConfig
 from kcodec.broker.errors import BrokerError
 from kcodec.broker.server import BrokerServer
 from kcodec.broker.state import ClusterState, Node, Partition
+from kcodec.error_codes import ErrorCode
 from kcodec.records import NewRecord
 
 T = TypeVar("T")
@@ -113,6 +114,18 @@ class AsyncMockCluster:
     def addresses(self) -> list[tuple[str, int]]:
         return [(n.host, n.port) for n in self.state.nodes]
 
+    def request_counts(self) -> dict[str, dict[int, int]]:
+        """Requests served so far, all brokers together: ``{"Fetch": {12: 40}, ...}`` (API name -> version
+        -> count): what a client actually used."""
+        from kcodec.registry import api
+
+        out: dict[str, dict[int, int]] = {}
+        for s in self.servers:
+            for (key, version), n in s.requests.items():
+                per = out.setdefault(api(key).name, {})
+                per[version] = per.get(version, 0) + n
+        return {name: dict(sorted(v.items())) for name, v in sorted(out.items())}
+
     # --- control --------------------------------------------------------------------------------------
 
     def create_topic(
@@ -127,7 +140,7 @@ class AsyncMockCluster:
     def describe(self, topic: str, partition: int = 0) -> PartitionInfo:
         p = self.state.partition(topic, partition)
         if p is None:
-            raise BrokerError(f"no partition {topic}-{partition}")
+            raise BrokerError(f"no partition {topic}-{partition}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return PartitionInfo.of(p)
 
     def topics(self) -> dict[str, int]:
@@ -166,35 +179,52 @@ class MockCluster:
 
     def __init__(self, config: BrokerConfig | None = None, **settings: Any) -> None:
         self.config = config or BrokerConfig(**settings)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="kcodec-mock-cluster", daemon=True
-        )
         self.inner = AsyncMockCluster(self.config)
-        self._started = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._ready: Future[None] = Future()
+        self._thread = threading.Thread(target=self._run, name="kcodec-mock-cluster", daemon=True)
+
+    def _run(self) -> None:
+        """The background thread: asyncio.run() starts the cluster, serves until stop(), then cancels
+        and awaits whatever is left (connections included) before the loop closes."""
+        try:
+            asyncio.run(self._main())
+        except BaseException as e:  # reported to start() if it happens before the cluster is up
+            if not self._ready.done():
+                self._ready.set_exception(e)
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        try:
+            await self.inner.start()
+        except BaseException as e:
+            self._ready.set_exception(e)
+            return
+        self._ready.set_result(None)
+        try:
+            await self._stopping.wait()
+        finally:
+            await self.inner.stop()
 
     def start(self) -> MockCluster:
         self._thread.start()
         try:
-            asyncio.run_coroutine_threadsafe(self.inner.start(), self._loop).result(START_TIMEOUT_S)
+            self._ready.result(START_TIMEOUT_S)
         except BaseException:
-            self._stop_loop()
+            self.stop()
             raise
-        self._started = True
         return self
 
     def stop(self) -> None:
-        if self._started:
-            self._started = False
-            asyncio.run_coroutine_threadsafe(self.inner.stop(), self._loop).result(START_TIMEOUT_S)
-        self._stop_loop()
-
-    def _stop_loop(self) -> None:
+        """Stop serving and join the thread (idempotent)."""
+        loop, stopping = self._loop, self._stopping
+        if loop is not None and stopping is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop may have closed meanwhile
+                loop.call_soon_threadsafe(stopping.set)
         if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(START_TIMEOUT_S)
-        if not self._loop.is_running() and not self._loop.is_closed():
-            self._loop.close()
 
     def __enter__(self) -> MockCluster:
         return self.start()
@@ -206,6 +236,8 @@ class MockCluster:
 
     def call(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` in the cluster's event loop (where its state lives) and return its result."""
+        if self._loop is None or not self._thread.is_alive():
+            raise BrokerError("the mock cluster is not running")
         fut: Future[T] = Future()
 
         def run() -> None:
@@ -258,6 +290,9 @@ class MockCluster:
         return self.call(
             lambda: self.inner.unclean_election(topic, partition, truncate_to, to=to, records=records)
         )
+
+    def request_counts(self) -> dict[str, dict[int, int]]:
+        return self.call(self.inner.request_counts)
 
     def append(self, topic: str, partition: int, records: list[NewRecord], compression: str = "none") -> int:
         return self.call(lambda: self.inner.append(topic, partition, records, compression))

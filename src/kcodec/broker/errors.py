@@ -9,6 +9,6 @@ from kcodec.errors import KcodecError
 class BrokerError(KcodecError):
     """A control operation cannot be done; ``code`` is the Kafka error code it corresponds to."""
 
-    def __init__(self, message: str, code: ErrorCode = ErrorCode.INVALID_REQUEST) -> None:
-        super().__init__(f"{message} ({error_name(code)})")
-        self.code = code
+    def __init__(self, message: str, code: ErrorCode | None = ErrorCode.INVALID_REQUEST) -> None:
+        super().__init__(message if code is None else f"{message} ({error_name(code)})")
+        self.code = ErrorCode.UNKNOWN_SERVER_ERROR if code is None else code

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+from collections import Counter
 from typing import Any
 
 from kcodec.broker.handlers import ROUTES, RequestContext, served_versions
@@ -40,7 +41,7 @@ class BrokerServer:
         self.port = port
         self.versions = served_versions(cluster.config.proposals)
         self.connections = 0
-        self.requests = 0
+        self.requests: Counter[tuple[int, int]] = Counter()  # (api key, version) -> requests answered
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -72,6 +73,8 @@ class BrokerServer:
                 await self._serve(reader, writer)
             finally:
                 self.connections -= 1
+        except asyncio.CancelledError:
+            pass  # the broker is closing: end quietly (the task ends normally, nothing to report)
         finally:
             self._tasks.discard(task)
             writer.close()
@@ -110,7 +113,7 @@ class BrokerServer:
             request = decode_request(frame)
         except KcodecError as e:
             raise Close(f"api key {key} v{version}: {e}") from None
-        self.requests += 1
+        self.requests[(key, version)] += 1
         ctx = RequestContext(self.cluster, self.node_id, version, request.header.client_id)  # type: ignore[attr-defined]
         try:
             response = await self._handle(ctx, key, request.body)

@@ -54,3 +54,12 @@ def source_ranges(sources: dict[int, str]) -> list[tuple[int, int, str]]:
 def version_text(lo: int, hi: int) -> str:
     """``(3, 3)`` -> ``"v3"``, ``(0, 12)`` -> ``"v0-12"``."""
     return f"v{lo}" if lo == hi else f"v{lo}-{hi}"
+
+
+def parse_listen(text: str, option: str) -> tuple[str, int]:
+    """``"127.0.0.1:9092"`` -> ``("127.0.0.1", 9092)``; a usage error (exit 2) otherwise."""
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise click.BadParameter(f"{text!r}: expected HOST:PORT (port 0-65535)", param_hint=option)
+    return host, int(port)
