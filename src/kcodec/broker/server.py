@@ -100,6 +100,8 @@ class BrokerServer:
     async def process(self, frame: bytes) -> bytes | None:
         """The response frame to one request frame (None: no response, Produce with acks=0);
         raises :class:`Close` when Kafka would close the connection."""
+        if len(frame) < 4 + _HEAD.size or _SIZE.unpack_from(frame)[0] != len(frame) - 4:
+            raise Close(f"not a request frame ({len(frame)} bytes)")
         key, version, correlation_id = _HEAD.unpack_from(frame, 4)
         served = self.versions.get(key)
         if served is None:
