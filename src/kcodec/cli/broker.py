@@ -84,6 +84,17 @@ async def _serve(config: object, topics: list[tuple[str, int]], control: tuple[s
     from kcodec.broker.control import ControlServer
 
     assert isinstance(config, BrokerConfig)
+    stop = asyncio.Event()
+    code = 0
+
+    def on_signal(signum: int) -> None:
+        nonlocal code
+        code = SIGINT_EXIT if signum == signal.SIGINT else 0
+        stop.set()
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):  # before the first line: a caller may signal right after it
+        loop.add_signal_handler(sig, on_signal, sig)
     cluster = AsyncMockCluster(config)
     ctl_server: ControlServer | None = None
     try:
@@ -101,17 +112,6 @@ async def _serve(config: object, topics: list[tuple[str, int]], control: tuple[s
     if ctl_server is not None:
         click.echo(f"control {ctl_server.host}:{ctl_server.port}")
     sys.stdout.flush()
-    stop = asyncio.Event()
-    code = 0
-
-    def on_signal(signum: int) -> None:
-        nonlocal code
-        code = SIGINT_EXIT if signum == signal.SIGINT else 0
-        stop.set()
-
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, on_signal, sig)
     try:
         await stop.wait()
     finally:
