@@ -31,7 +31,7 @@ class StoredBatch:
     last_offset: int
     epoch: int
     max_timestamp: int
-    data: bytes
+    data: bytes | bytearray  # not changed after it is stored
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,7 @@ class PartitionLog:
         _EPOCH.pack_into(data, _EPOCH_AT, epoch)
         last = base + record_count - 1
         self.epochs = assign_epoch(self.epochs, epoch, base)
-        self.batches.append(StoredBatch(base, last, epoch, max_timestamp, bytes(data)))
+        self.batches.append(StoredBatch(base, last, epoch, max_timestamp, data))
         self._bases.append(base)
         self.log_end_offset = last + 1
         self.size_bytes += len(data)
@@ -96,13 +96,13 @@ class PartitionLog:
             self.log_start_offset = self.batches[0].base_offset
             self.epochs = advance_start(self.epochs, self.log_start_offset)
 
-    def read(self, offset: int, max_bytes: int, *, at_least_one: bool) -> list[bytes]:
+    def read(self, offset: int, max_bytes: int, *, at_least_one: bool) -> list[bytes | bytearray]:
         """Whole batches from the one holding ``offset`` on, up to ``max_bytes`` (KIP-74: the first
         batch even if larger, when ``at_least_one``)."""
         i = bisect.bisect_right(self._bases, offset) - 1
         if i < 0:
             i = 0
-        out: list[bytes] = []
+        out: list[bytes | bytearray] = []
         total = 0
         for b in self.batches[i:]:
             if b.last_offset < offset:

@@ -18,8 +18,10 @@ from kcodec.broker.handlers.api_versions import (
     unsupported_api_versions_reply,
 )
 from kcodec.broker.state import ClusterState
+from kcodec.codec import encode, encode_chunks, message_class
 from kcodec.errors import KcodecError
 from kcodec.frames import decode_request, encode_response
+from kcodec.registry import api
 
 log = logging.getLogger("kcodec.broker")
 
@@ -90,16 +92,16 @@ class BrokerServer:
                 frame = head + await reader.readexactly(size)
                 reply = await self.process(frame)
                 if reply is not None:
-                    writer.write(reply)
+                    writer.writelines(reply)
                     await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             return
         except Close as e:
             log.info("broker %d: closing a connection: %s", self.node_id, e)
 
-    async def process(self, frame: bytes) -> bytes | None:
-        """The response frame to one request frame (None: no response, Produce with acks=0);
-        raises :class:`Close` when Kafka would close the connection."""
+    async def process(self, frame: bytes) -> list[bytes | bytearray | memoryview] | None:
+        """The response frame to one request frame, as buffers to write in order (None: no response,
+        Produce with acks=0); raises :class:`Close` when Kafka would close the connection."""
         if len(frame) < 4 + _HEAD.size or _SIZE.unpack_from(frame)[0] != len(frame) - 4:
             raise Close(f"not a request frame ({len(frame)} bytes)")
         key, version, correlation_id = _HEAD.unpack_from(frame, 4)
@@ -108,7 +110,7 @@ class BrokerServer:
             raise Close(f"unknown or unserved api key {key}")
         if key == API_VERSIONS_KEY and version > served[1]:
             body = unsupported_api_versions_reply(self.versions)
-            return encode_response(body, 0, correlation_id=correlation_id)
+            return [encode_response(body, 0, correlation_id=correlation_id)]
         if not served[0] <= version <= served[1]:
             raise Close(f"api key {key} version {version} outside {served[0]}-{served[1]}")
         try:
@@ -121,7 +123,7 @@ class BrokerServer:
             response = await self._handle(ctx, key, request.body)
             if response is None:
                 return None
-            return encode_response(response, version, correlation_id=correlation_id)
+            return response_chunks(response, key, version, correlation_id)
         except Close:
             raise
         except Exception as e:  # a handler bug must not take the broker down: close, as Kafka would
@@ -134,3 +136,15 @@ class BrokerServer:
         handler = ROUTES[key].handler
         assert handler is not None
         return await handler(ctx, body)
+
+
+def response_chunks(
+    body: Any, key: int, version: int, correlation_id: int
+) -> list[bytes | bytearray | memoryview]:
+    """A response frame as buffers: size and header, then the body with its large record batches
+    left uncopied (kcodec.encode_chunks)."""
+    header = message_class("ResponseHeader")(correlation_id=correlation_id)  # type: ignore[call-arg]
+    head = encode(header, api(key).response_header_version(version))
+    parts = encode_chunks(body, version)
+    size = len(head) + sum(len(p) for p in parts)
+    return [_SIZE.pack(size) + head, *parts]
