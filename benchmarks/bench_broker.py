@@ -33,8 +33,8 @@ from typing import Any
 import confluent_kafka as ck
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from rdkafka_mock import MockCluster as RdkafkaMock  # noqa: E402
-from rdkafka_mock import load_librdkafka  # noqa: E402
+from rdkafka_mock import MockCluster as RdkafkaMock
+from rdkafka_mock import load_librdkafka
 
 TOPIC = "bench"
 
@@ -43,7 +43,8 @@ TOPIC = "bench"
 def kcodec_broker() -> Iterator[str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "kcodec.cli", "broker", "--listen", "127.0.0.1:0", "--topic", f"{TOPIC}:1"],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout is not None
@@ -88,10 +89,17 @@ def settle(client: Any, stats: Stats) -> None:
 
 def produce(bootstrap: str, n: int, value: bytes, compression: str) -> tuple[float, int]:
     stats = Stats()
-    p = ck.Producer({
-        "bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "compression.type": compression,
-        "statistics.interval.ms": 100, "stats_cb": stats, "log_level": 0,
-    })
+    p = ck.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "linger.ms": 5,
+            "compression.type": compression,
+            "statistics.interval.ms": 100,
+            "stats_cb": stats,
+            "log_level": 0,
+        }
+    )
     p.list_topics(TOPIC, timeout=10)  # connected, metadata known: not part of the timing
     settle(p, stats)
     before = stats.requests("Produce")
@@ -114,10 +122,17 @@ def fetch(bootstrap: str) -> tuple[float, int, int]:
     """Read every message the broker still has (librdkafka's mock keeps only the newest few MB of a
     partition); returns (seconds, messages, Fetch requests)."""
     stats = Stats()
-    c = ck.Consumer({
-        "bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False, "fetch.wait.max.ms": 10,
-        "statistics.interval.ms": 100, "stats_cb": stats, "log_level": 0,
-    })
+    c = ck.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 10,
+            "statistics.interval.ms": 100,
+            "stats_cb": stats,
+            "log_level": 0,
+        }
+    )
     try:
         c.list_topics(TOPIC, timeout=10)
         lo, hi = c.get_watermark_offsets(ck.TopicPartition(TOPIC, 0), timeout=10)
@@ -160,16 +175,30 @@ def main(argv: list[str] | None = None) -> int:
             mb = args.messages * args.size / 1e6
             fmb = fetched * args.size / 1e6
             row = results[name]
-            for key, val in (("produce MB/s", mb / pt), ("produce msg/s", args.messages / pt),
-                             ("Produce req/s", preq / pt), ("fetch MB/s", fmb / ft),
-                             ("fetch msg/s", fetched / ft), ("Fetch req/s", freq / ft)):
+            for key, val in (
+                ("produce MB/s", mb / pt),
+                ("produce msg/s", args.messages / pt),
+                ("Produce req/s", preq / pt),
+                ("fetch MB/s", fmb / ft),
+                ("fetch msg/s", fetched / ft),
+                ("Fetch req/s", freq / ft),
+            ):
                 row.setdefault(key, []).append(val)
-            print(f"round {r + 1} {name}: produce {pt:.2f} s ({preq} requests), fetch {fetched} messages in "
-                  f"{ft:.2f} s ({freq} requests)", file=sys.stderr)
-    print(f"{args.messages} messages x {args.size} B, compression {args.compression}, {args.rounds} rounds (medians)")
+            print(
+                f"round {r + 1} {name}: produce {pt:.2f} s ({preq} requests), fetch {fetched} messages in "
+                f"{ft:.2f} s ({freq} requests)",
+                file=sys.stderr,
+            )
+    print(
+        f"{args.messages} messages x {args.size} B, compression {args.compression}, "
+        f"{args.rounds} rounds (medians)"
+    )
     print(f"{'metric':<16} {'kcodec broker':>14} {'librdkafka mock':>16} {'ratio':>7}")
     for key in results["kcodec broker"]:
-        k, m = statistics.median(results["kcodec broker"][key]), statistics.median(results["librdkafka mock"][key])
+        k, m = (
+            statistics.median(results["kcodec broker"][key]),
+            statistics.median(results["librdkafka mock"][key]),
+        )
         print(f"{key:<16} {k:>14,.1f} {m:>16,.1f} {k / m if m else float('nan'):>7.2f}")
     return 0
 
