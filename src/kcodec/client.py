@@ -29,6 +29,7 @@ from kcodec.client_errors import (
     BrokerConnectionError,
     ClientError,
     ConnectionClosedError,
+    NotInFlightError,
     ProtocolError,
     RequestTimeoutError,
 )
@@ -220,7 +221,7 @@ class Connection:
     def receive_raw(self, correlation_id: int, *, timeout: float | None = None) -> bytes:
         """The raw response frame (size prefix included) of the request ``correlation_id``."""
         if correlation_id not in self._ids.pending:
-            raise KeyError(f"no request with correlation id {correlation_id} is in flight")
+            raise NotInFlightError(f"no request with correlation id {correlation_id} is in flight")
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while correlation_id not in self._arrived:
             frame = self._read_frame(deadline)
@@ -236,7 +237,7 @@ class Connection:
         """The decoded response to the request ``correlation_id`` (decoded at that request's version)."""
         pending = self._ids.pending.get(correlation_id)
         if pending is None:
-            raise KeyError(f"no request with correlation id {correlation_id} is in flight")
+            raise NotInFlightError(f"no request with correlation id {correlation_id} is in flight")
         return _decode(self.receive_raw(correlation_id, timeout=timeout), pending)
 
     def request(

@@ -17,7 +17,7 @@ import math
 from typing import Any, Literal
 
 from kcodec.codec import message_class, message_info
-from kcodec.errors import JsonError
+from kcodec.errors import InvalidArgumentError, JsonError
 from kcodec.model import Message, Struct, Uuid
 from kcodec.schema import INT_BOUNDS, STRUCT_DEFAULT, FieldInfo, MessageInfo
 
@@ -50,7 +50,7 @@ def to_json(message: Message, version: int, *, records: RecordsMode = "raw") -> 
     Malformed record data never makes this raise: the expansion reports it in place.
     """
     if records not in RECORDS_MODES:
-        raise ValueError(f"records must be one of {RECORDS_MODES}, not {records!r}")
+        raise InvalidArgumentError(f"records must be one of {RECORDS_MODES}, not {records!r}")
     name = type(message).MESSAGE_NAME
     info = message_info(name)
     if version not in info.owners:
