@@ -41,13 +41,19 @@ def is_default(info: MessageInfo, f: FieldInfo, value: Any) -> bool:
     return bool(value == d)
 
 
-def to_json(message: Message, version: int, *, records: RecordsMode = "raw") -> dict[str, Any]:
+def to_json(
+    message: Message, version: int, *, records: RecordsMode = "raw", error_names: bool = False
+) -> dict[str, Any]:
     """The JSON object Kafka's ``*JsonConverter.write(data, version)`` returns for ``message``.
 
     ``records``: how ``records`` fields are written: ``"raw"`` (Kafka's format: one base64 string),
     ``"base64"`` or ``"text"`` (expanded into batches and records, with keys, values and header values
     as base64, or as text where they are valid UTF-8; see ``kcodec.records.records_to_json``).
     Malformed record data never makes this raise: the expansion reports it in place.
+
+    ``error_names=True`` adds, next to every ``errorCode`` / ``*ErrorCode`` member, a ``<member>Name``
+    with Kafka's name of the code (``"errorCodeName": "UNKNOWN_LEADER_EPOCH"``; see
+    ``kcodec.error_codes.with_error_names``): a view for people, which ``from_json`` ignores.
     """
     if records not in RECORDS_MODES:
         raise InvalidArgumentError(f"records must be one of {RECORDS_MODES}, not {records!r}")
@@ -57,7 +63,13 @@ def to_json(message: Message, version: int, *, records: RecordsMode = "raw") -> 
         from kcodec.errors import UnsupportedVersionError
 
         raise UnsupportedVersionError(f"{name} has no version {version}")
-    return _struct_to_json(info, name, message, version, records)
+    out = _struct_to_json(info, name, message, version, records)
+    if error_names:
+        from kcodec.error_codes import with_error_names
+
+        named: dict[str, Any] = with_error_names(out)
+        return named
+    return out
 
 
 def _struct_to_json(
