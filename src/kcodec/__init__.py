@@ -51,7 +51,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Message": ("kcodec.model", "Message"),
     "Uuid": ("kcodec.model", "Uuid"),
     "client": ("kcodec.client", None),
-    # cluster: added with kcodec.cluster
+    "cluster": ("kcodec.cluster", None),
     "error_codes": ("kcodec.error_codes", None),
     "messages": ("kcodec.messages", None),
     "negotiation": ("kcodec.negotiation", None),
@@ -71,6 +71,7 @@ __all__ = [
     "api",
     "apis",
     "client",
+    "cluster",
     "construct_schema",
     "decode",
     "decode_request",
@@ -98,6 +99,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from kcodec import client as client
+    from kcodec import cluster as cluster
     from kcodec import error_codes as error_codes
     from kcodec import messages as messages
     from kcodec import negotiation as negotiation

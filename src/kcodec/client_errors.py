@@ -36,6 +36,11 @@ class NotInFlightError(ClientError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class SaslAuthenticationError(ClientError):
+    """SASL authentication failed: the broker refused the mechanism or the credentials, or (SCRAM)
+    could not prove that it knows the password."""
+
+
 class NegotiationError(ClientError):
     """The ApiVersions handshake failed; ``attempts`` lists what was tried."""
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcodec import __version__
-from kcodec.client import AsyncConnection, Connection
+from kcodec.client import AsyncConnection, Connection, ConnectionSettings
 from kcodec.client_errors import (
     ClientError,
     FieldUnavailableError,
@@ -710,6 +710,7 @@ def versions_report(
     *,
     timeout: float = 5.0,
     client_profile: ClientProfile | None = None,
+    settings: ConnectionSettings | None = None,
 ) -> dict[str, Any]:
     """The version report of one broker (``"host:port"`` or ``(host, port)``: runs the handshake) or of
     captured ApiVersionsResponse bytes. JSON-serialisable::
@@ -724,7 +725,8 @@ def versions_report(
     advertises are listed. ``kcodec_min``/``kcodec_max`` are the client side's range: kcodec's codecs,
     or ``client_profile`` (see :func:`kcodec_profile`) when given, whose differences from kcodec's
     ranges are listed under ``client_profile``. Never raises for an unreachable or misbehaving broker:
-    see ``handshake``.
+    see ``handshake``. ``settings`` (TLS, SASL, its own timeout) say how to connect; without them,
+    a plaintext connection with ``timeout``.
     """
     from kcodec.fingerprint import fingerprint
 
@@ -736,7 +738,7 @@ def versions_report(
 
         host, port = parse_host_port(target) if isinstance(target, str) else target
         source = f"{host}:{port}"
-        conn = Connection(host, port, timeout=timeout)
+        conn = (settings or ConnectionSettings(timeout=timeout)).connection(host, port)
         try:
             result = handshake(conn)
         finally:
