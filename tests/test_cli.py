@@ -48,11 +48,36 @@ def test_apis_table() -> None:
     assert "12+" in out  # Fetch's flexible versions
 
 
+def test_apis_table_says_which_versions_are_missing_and_why() -> None:
+    result = run("apis")
+    assert result.exit_code == 0
+    line = next(ln for ln in result.output.splitlines() if "ConsumerGroupHeartbeat" in ln)
+    assert line.rstrip(" │").split("│")[-1].strip() == "1"
+    assert "missing: versions Kafka defines that kcodec has no codec for" in result.output
+    assert "vendors Kafka's 4.x JSON message specs" in " ".join(result.output.split())
+
+
+def test_version_gaps_data_is_up_to_date() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "import_version_gaps.py"), "--check"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_apis_json() -> None:
     result = run("apis", "--json")
     assert result.exit_code == 0, result.output
     rows = {row["name"]: row for row in json_lines(result.output)}
-    assert len(rows) == len(kcodec.apis())
+    known = {name: row for name, row in rows.items() if row.get("known", True)}
+    assert len(known) == len(kcodec.apis())
+    # versions Kafka has and kcodec has no spec for are listed, with the APIs kcodec lacks entirely
+    assert rows["ConsumerGroupHeartbeat"]["missing_versions"] == [1]
+    assert rows["ShareFetch"]["missing_versions"] == [1, 2]
+    assert rows["StreamsGroupHeartbeat"] == {
+        "key": 88, "name": "StreamsGroupHeartbeat", "known": False, "missing_versions": [0]
+    }
+    assert rows["Fetch"]["missing_versions"] == []
     fetch = rows["Fetch"]
     assert (
         fetch["key"] == 1

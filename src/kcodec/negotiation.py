@@ -756,7 +756,7 @@ def versions_report(
             "kcodec_min": c.client[0] if c.client is not None else None,
             "kcodec_max": c.client[1] if c.client is not None else None,
             "negotiated": c.version,
-            "reason": c.reason,
+            "reason": _with_gap(key, broker[key], c.reason),
             "key_fields": key_fields(key, c.version) if c.version is not None else [],
         })
     return {
@@ -768,6 +768,20 @@ def versions_report(
         "handshake": result.to_dict(),
         "client_profile": _profile_differences(client_profile),
     }
+
+
+def _with_gap(api_key: int, broker: tuple[int, int], reason: str | None) -> str | None:
+    """``reason``, plus the broker's versions kcodec has no spec for (see ``kcodec.coverage``)."""
+    from kcodec.coverage import version_gaps
+
+    gap = version_gaps().get(api_key)
+    if reason is None or gap is None:
+        return reason
+    lacking = [v for v in gap.missing if broker[0] <= v <= broker[1]]
+    if not lacking:
+        return reason
+    shown = ", ".join(f"v{v}" for v in lacking)
+    return f"{reason} (kcodec has no spec for {shown}: see kcodec apis)"
 
 
 def render_versions_report(report: Mapping[str, Any]) -> str:
