@@ -204,8 +204,12 @@ def fetch_metadata(
         if not result.ok:
             from kcodec.client_errors import NegotiationError
 
+            last = result.attempts[-1] if result.attempts else None
+            if last is not None and last.outcome in ("timeout", "connection_error", "protocol_error"):
+                raise NegotiationError(last.detail, list(result.attempts))  # the failure, as it was
             where = f"{conn.host}:{conn.port}"
-            raise NegotiationError(f"ApiVersions handshake with {where} failed: {result.error}")
+            reason = f"ApiVersions handshake with {where} failed: {result.error}"
+            raise NegotiationError(reason, list(result.attempts))
         nego = negotiate(result)
         version = nego.version("Metadata")
         if max_version is not None:

@@ -31,7 +31,7 @@ def metadata_command(
     try:
         md = fetch_metadata(address, topics=list(topics) or None, settings=settings)
     except ClientError as e:
-        raise click.ClickException(f"{address[0]}:{address[1]}: {e}") from None
+        raise click.ClickException(str(e)) from None
     if as_json:
         obj = md.to_dict()
         obj["query"] = {"topic": list(topics) if topics else "*"}
