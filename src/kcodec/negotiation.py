@@ -38,6 +38,7 @@ from kcodec.client_errors import (
     ProtocolError,
 )
 from kcodec.codec import message_class, message_info
+from kcodec.error_codes import error_name
 from kcodec.errors import KcodecError, UnknownMessageError
 from kcodec.frames import decode_response
 from kcodec.model import Message
@@ -708,7 +709,9 @@ def render_versions_report(report: Mapping[str, Any]) -> str:
     lines = [f"ApiVersions of {report['source']}"]
     hs = report["handshake"]
     for a in hs["attempts"]:
-        code = "" if a["error_code"] is None else f" error_code={a['error_code']}"
+        code = ""
+        if a["error_code"] is not None:
+            code = f" error_code={a['error_code']} ({error_name(a['error_code'])})"
         layout = "" if a["decoded_as"] is None else f" read as v{a['decoded_as']}"
         quirk = "" if a.get("quirk") is None else f" [{a['quirk']}]"
         line = f"  handshake: sent v{a['version']}: {a['outcome']}{code}{layout}{quirk} {a['detail']}"
