@@ -52,30 +52,46 @@ def _session(rng: random.Random, rounds: int) -> list[tuple[bytes, bytes]]:
         nonlocal corr
         corr += 1
         out.append(
-            (kcodec.encode_request(req, v, correlation_id=corr, client_id="bench-client"),
-             kcodec.encode_response(resp, v, correlation_id=corr))
+            (
+                kcodec.encode_request(req, v, correlation_id=corr, client_id="bench-client"),
+                kcodec.encode_response(resp, v, correlation_id=corr),
+            )
         )
 
     av = _c("ApiVersionsResponse")
     pair(
         _c("ApiVersionsRequest")(client_software_name="bench", client_software_version="1.0"),
-        av(api_keys=[av.ApiVersion(api_key=a.key, min_version=a.min_version, max_version=a.max_version)
-                     for a in kcodec.apis()]),
+        av(
+            api_keys=[
+                av.ApiVersion(api_key=a.key, min_version=a.min_version, max_version=a.max_version)
+                for a in kcodec.apis()
+            ]
+        ),
         3,
     )
     mreq, mresp = _c("MetadataRequest"), _c("MetadataResponse")
     pair(
         mreq(topics=[mreq.MetadataRequestTopic(name=t) for t, _ in TOPICS]),
         mresp(
-            brokers=[mresp.MetadataResponseBroker(node_id=i, host=f"broker-{i}", port=9092) for i in range(3)],
+            brokers=[
+                mresp.MetadataResponseBroker(node_id=i, host=f"broker-{i}", port=9092) for i in range(3)
+            ],
             cluster_id="bench",
             controller_id=0,
             topics=[
                 mresp.MetadataResponseTopic(
-                    name=t, topic_id=tid,
-                    partitions=[mresp.MetadataResponsePartition(partition_index=p, leader_id=p % 3, leader_epoch=5,
-                                                                replica_nodes=[0, 1, 2], isr_nodes=[0, 1, 2])
-                                for p in range(6)],
+                    name=t,
+                    topic_id=tid,
+                    partitions=[
+                        mresp.MetadataResponsePartition(
+                            partition_index=p,
+                            leader_id=p % 3,
+                            leader_epoch=5,
+                            replica_nodes=[0, 1, 2],
+                            isr_nodes=[0, 1, 2],
+                        )
+                        for p in range(6)
+                    ],
                 )
                 for t, tid in TOPICS
             ],
@@ -89,38 +105,106 @@ def _session(rng: random.Random, rounds: int) -> list[tuple[bytes, bytes]]:
         topic, tid = TOPICS[r % len(TOPICS)]
         parts = [(p, _batch(rng, offset + p * 1000)) for p in range(3)]
         pair(
-            preq(acks=-1, timeout_ms=30000, topic_data=[preq.TopicProduceData(
-                name=topic, partition_data=[preq.PartitionProduceData(index=p, records=b) for p, b in parts])]),
-            presp(responses=[presp.TopicProduceResponse(name=topic, partition_responses=[
-                presp.PartitionProduceResponse(index=p, base_offset=offset, error_code=6 if r % 97 == 5 else 0)
-                for p, _ in parts])]),
+            preq(
+                acks=-1,
+                timeout_ms=30000,
+                topic_data=[
+                    preq.TopicProduceData(
+                        name=topic,
+                        partition_data=[preq.PartitionProduceData(index=p, records=b) for p, b in parts],
+                    )
+                ],
+            ),
+            presp(
+                responses=[
+                    presp.TopicProduceResponse(
+                        name=topic,
+                        partition_responses=[
+                            presp.PartitionProduceResponse(
+                                index=p, base_offset=offset, error_code=6 if r % 97 == 5 else 0
+                            )
+                            for p, _ in parts
+                        ],
+                    )
+                ]
+            ),
             9,
         )
         fetched = {p: _batch(rng, offset) for p in (0, 3)} if r % 3 == 0 else {}
         pair(
-            freq(max_wait_ms=500, min_bytes=1, topics=[freq.FetchTopic(topic_id=tid, partitions=[
-                freq.FetchPartition(partition=p, current_leader_epoch=5, fetch_offset=offset, partition_max_bytes=1 << 20)
-                for p in range(6)])]),
-            fresp(responses=[fresp.FetchableTopicResponse(topic_id=tid, partitions=[
-                fresp.PartitionData(partition_index=p, high_watermark=offset + 25, last_stable_offset=offset + 25,
-                                    records=fetched.get(p, b""),
-                                    error_code=74 if r % 101 == 7 and p == 1 else 0)
-                for p in range(6)])]),
+            freq(
+                max_wait_ms=500,
+                min_bytes=1,
+                topics=[
+                    freq.FetchTopic(
+                        topic_id=tid,
+                        partitions=[
+                            freq.FetchPartition(
+                                partition=p,
+                                current_leader_epoch=5,
+                                fetch_offset=offset,
+                                partition_max_bytes=1 << 20,
+                            )
+                            for p in range(6)
+                        ],
+                    )
+                ],
+            ),
+            fresp(
+                responses=[
+                    fresp.FetchableTopicResponse(
+                        topic_id=tid,
+                        partitions=[
+                            fresp.PartitionData(
+                                partition_index=p,
+                                high_watermark=offset + 25,
+                                last_stable_offset=offset + 25,
+                                records=fetched.get(p, b""),
+                                error_code=74 if r % 101 == 7 and p == 1 else 0,
+                            )
+                            for p in range(6)
+                        ],
+                    )
+                ]
+            ),
             13,
         )
         if r % 4 == 0:
             oc, ocr = _c("OffsetCommitRequest"), _c("OffsetCommitResponse")
             pair(
-                oc(group_id="bench-group", generation_id_or_member_epoch=3, member_id="member-1",
-                   topics=[oc.OffsetCommitRequestTopic(name=topic, partitions=[
-                       oc.OffsetCommitRequestPartition(partition_index=p, committed_offset=offset, committed_leader_epoch=5)
-                       for p in range(6)])]),
-                ocr(topics=[ocr.OffsetCommitResponseTopic(name=topic, partitions=[
-                    ocr.OffsetCommitResponsePartition(partition_index=p) for p in range(6)])]),
+                oc(
+                    group_id="bench-group",
+                    generation_id_or_member_epoch=3,
+                    member_id="member-1",
+                    topics=[
+                        oc.OffsetCommitRequestTopic(
+                            name=topic,
+                            partitions=[
+                                oc.OffsetCommitRequestPartition(
+                                    partition_index=p, committed_offset=offset, committed_leader_epoch=5
+                                )
+                                for p in range(6)
+                            ],
+                        )
+                    ],
+                ),
+                ocr(
+                    topics=[
+                        ocr.OffsetCommitResponseTopic(
+                            name=topic,
+                            partitions=[
+                                ocr.OffsetCommitResponsePartition(partition_index=p) for p in range(6)
+                            ],
+                        )
+                    ]
+                ),
                 8,
             )
-            pair(_c("HeartbeatRequest")(group_id="bench-group", generation_id=3, member_id="member-1"),
-                 _c("HeartbeatResponse")(error_code=27 if r % 50 == 9 else 0), 4)
+            pair(
+                _c("HeartbeatRequest")(group_id="bench-group", generation_id=3, member_id="member-1"),
+                _c("HeartbeatResponse")(error_code=27 if r % 50 == 9 else 0),
+                4,
+            )
         offset += 25
     return out
 
@@ -138,8 +222,12 @@ def write_capture(path: Path, megabytes: float, seed: int = 9092) -> tuple[int, 
         while written < target:
             convs = []
             for i in range(8):
-                conv = Conversation(("10.20.0.%d" % (1 + (n + i) % 200), 40000 + (n + i) % 20000),
-                                    ("10.20.1.1", 9092), t=t + i * 0.0003, step=0.00002).open()
+                conv = Conversation(
+                    ("10.20.0.%d" % (1 + (n + i) % 200), 40000 + (n + i) % 20000),
+                    ("10.20.1.1", 9092),
+                    t=t + i * 0.0003,
+                    step=0.00002,
+                ).open()
                 for req, resp in sessions[(n + i) % len(sessions)]:
                     conv.request(req)
                     conv.response(resp)

@@ -34,7 +34,9 @@ def _struct(info: MessageInfo, struct: str, obj: Any, version: int, records: str
     return out
 
 
-def _value(info: MessageInfo, f: FieldInfo, t: str, array: bool, value: Any, version: int, records: str) -> Any:
+def _value(
+    info: MessageInfo, f: FieldInfo, t: str, array: bool, value: Any, version: int, records: str
+) -> Any:
     if value is None:
         return None
     if array:

@@ -323,7 +323,7 @@ class _PcapNg:
                 break
             if code == 9 and length >= 1:  # if_tsresol
                 v = value[0]
-                tick = 2.0 ** -(v & 0x7F) if v & 0x80 else 10.0 ** -v
+                tick = 2.0 ** -(v & 0x7F) if v & 0x80 else 10.0**-v
             elif code == 14 and length == 8:  # if_tsoffset
                 offset = float(struct.unpack(o + "q", value)[0])
             pos += 4 + length + (-length % 4)
