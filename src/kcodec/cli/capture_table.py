@@ -19,7 +19,7 @@ from kcodec.capture import CapturedFrame, CaptureIssue
 
 __all__ = ["TableWriter", "clock"]
 
-_STYLES = {"error": "red", "note": "yellow", "dim": "dim", "": ""}
+_STYLES = {"error": "red", "note": "yellow", "dim": "dim", "": "", "red": "red", "yellow": "yellow"}
 _WIDE = 110
 
 
@@ -42,6 +42,8 @@ class TableWriter:
         return f"{ts:<12} {conn:>5} {arrow:<2} {api:<{self.api_width}} {corr:>6} {size:>7}  "
 
     def header(self) -> None:
+        if self.width is not None and self.width < _WIDE:
+            return  # narrow terminal: rows are not in columns
         self._write_plain(self._head("time", "conn", "", "api", "corr", "size") + "summary", "bold")
 
     def _write_plain(self, text: str, style: str = "") -> None:
@@ -88,7 +90,7 @@ class TableWriter:
 
     def _row(self, head: str, parts: list[tuple[str, str]], head_style: str) -> None:
         if self.console is None:
-            self.out.write(head + "  ".join(text for _, text in parts).rstrip() + "\n")
+            self.out.write((head + "  ".join(text for _, text in parts)).rstrip() + "\n")
             return
         assert self.width is not None
         head_text = f"[{head_style}]{escape(head)}[/]" if head_style else escape(head)
@@ -98,8 +100,10 @@ class TableWriter:
             self.console.print(head_text + (lines[0] if lines else ""), soft_wrap=True)
             for line in lines[1:]:
                 self.console.print(indent + line, soft_wrap=True)
-        else:
-            self.console.print(head_text.rstrip(), soft_wrap=True)
+        else:  # narrow: the row's fields, then the summary on indented lines below
+            fields = [(head_style, " ".join(head.split()))]
+            for line in self._wrap(fields, self.width):
+                self.console.print(line, soft_wrap=True)
             for line in self._wrap(parts, self.width - 4):
                 self.console.print("    " + line, soft_wrap=True)
 
