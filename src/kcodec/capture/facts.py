@@ -90,16 +90,27 @@ class Facts:
     records_bytes: int = 0
 
 
-# plan entry: (attr, role, child struct or None, is array)
+# plan entry: (attr, role, child struct or None, is array); role "count": an array of structs with
+# nothing of interest in them (only its length is kept)
 _Plan = tuple[tuple[str, str, str | None, bool], ...]
-_plans: dict[tuple[str, str, int], _Plan] = {}
+_plan_sets: dict[tuple[str, int], dict[str, _Plan]] = {}
 
 
-def _plan(message: str, struct: str, version: int) -> _Plan:
-    key = (message, struct, version)
-    found = _plans.get(key)
-    if found is not None:
-        return found
+def _plans(message: str, version: int) -> dict[str, _Plan]:
+    """The plan of every struct of ``message`` at ``version`` (built once)."""
+    key = (message, version)
+    found = _plan_sets.get(key)
+    if found is None:
+        found = _plan_sets[key] = {}
+        _build(message, message, version, found)
+    return found
+
+
+def _build(message: str, struct: str, version: int, plans: dict[str, _Plan]) -> bool:
+    """Make the plan of ``struct`` (and its children); True if it holds anything of interest."""
+    if struct in plans:
+        return bool(plans[struct])
+    plans[struct] = ()  # (no recursive structs in Kafka's specs; this guards anyway)
     info = message_info(message)
     lower = struct.lower()
     in_topic = "topic" in lower and struct != message
@@ -109,7 +120,10 @@ def _plan(message: str, struct: str, version: int) -> _Plan:
         child = f.struct_name
         a = f.attr
         if child is not None:
-            out.append((a, "struct", child, f.is_array))
+            if _build(message, child, version, plans):
+                out.append((a, "struct", child, f.is_array))
+            elif f.is_array:
+                out.append((a, "count", child, True))
         elif a == "error_code":
             out.append((a, "error", None, False))
         elif f.type == "records":
@@ -126,22 +140,20 @@ def _plan(message: str, struct: str, version: int) -> _Plan:
             out.append((a, "key", None, False))
         elif a in ("node_id", "host", "port", "broker_id") and not f.is_array:
             out.append((a, "node", None, False))
-    plan = tuple(out)
-    _plans[key] = plan
-    return plan
+    plans[struct] = tuple(out)
+    return bool(out)
 
 
 class _Walker:
-    __slots__ = ("facts", "message", "version")
+    __slots__ = ("facts", "plans")
 
     def __init__(self, message: str, version: int) -> None:
-        self.message = message
-        self.version = version
+        self.plans = _plans(message, version)
         self.facts = Facts()
 
     def walk(self, struct: str, obj: Any, topic: str | None, topic_id: str | None, depth: int) -> None:
         facts = self.facts
-        plan = _plan(self.message, struct, self.version)
+        plan = self.plans[struct]
         children: list[tuple[str, str, Any, bool]] = []
         errors: list[int] = []
         part: PartitionFacts | None = None
@@ -156,6 +168,9 @@ class _Walker:
             if role == "struct":
                 assert child is not None
                 children.append((attr, child, value, is_array))
+            elif role == "count":
+                if value:
+                    facts.counts[attr] = facts.counts.get(attr, 0) + len(value)
             elif role == "error":
                 if value:
                     errors.append(value)

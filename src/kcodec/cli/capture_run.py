@@ -141,7 +141,8 @@ class Run:
                 if not self.flt.keep(ev, facts):
                     continue
                 self._flag(ev, facts)
-                self.stats.add(ev, facts)
+                if self.summary:
+                    self.stats.add(ev, facts)
                 if not self.summary:
                     self._show(ev, facts)
                 if isinstance(ev, CapturedFrame):
