@@ -106,21 +106,26 @@ def _plans(message: str, version: int) -> dict[str, _Plan]:
     return found
 
 
-def _build(message: str, struct: str, version: int, plans: dict[str, _Plan]) -> bool:
-    """Make the plan of ``struct`` (and its children); True if it holds anything of interest."""
+def _build(
+    message: str, struct: str, version: int, plans: dict[str, _Plan], parent_field: str = ""
+) -> bool:
+    """Make the plan of ``struct`` (and its children); True if it holds anything of interest.
+    ``parent_field``: the field holding it (``partitions`` makes it a partition struct whatever its
+    name, e.g. OffsetForLeaderEpoch's EpochEndOffset)."""
     if struct in plans:
         return bool(plans[struct])
     plans[struct] = ()  # (no recursive structs in Kafka's specs; this guards anyway)
     info = message_info(message)
     lower = struct.lower()
     in_topic = "topic" in lower and struct != message
-    in_partition = "partition" in lower
+    in_partition = "partition" in lower or "partition" in parent_field
+    root = struct == message
     out: list[tuple[str, str, str | None, bool]] = []
     for f in info.fields_at(struct, version):
         child = f.struct_name
         a = f.attr
         if child is not None:
-            if _build(message, child, version, plans):
+            if _build(message, child, version, plans, a):
                 out.append((a, "struct", child, f.is_array))
             elif f.is_array:
                 out.append((a, "count", child, True))
@@ -134,7 +139,7 @@ def _build(message: str, struct: str, version: int, plans: dict[str, _Plan]) -> 
             out.append((a, "topic", None, False))
         elif in_partition and a in _PARTITION_IDS and f.type == "int32":
             out.append((a, "partition", None, False))
-        elif a in PARTITION_VALUES and not f.is_array:
+        elif a in PARTITION_VALUES and not f.is_array and (in_partition or root):
             out.append((a, "value", None, False))
         elif a in KEY_VALUES and not f.is_array:
             out.append((a, "key", None, False))
