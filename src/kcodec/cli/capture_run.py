@@ -115,6 +115,7 @@ class Run:
         self.totals = _Totals()
         self.topics = TopicDirectory()
         self.seen_conns: set[int] = set()
+        self.shown = 0  # frames shown
         self.flags: set[str] = set()
         self.table: TableWriter | None = None
         if not as_json and not summary:
@@ -126,7 +127,6 @@ class Run:
 
     def execute(self, conditions: frozenset[str]) -> int:
         progress = _Progress(self.source, self.label) if self.show_progress else None
-        shown = 0
         try:
             events = iter_capture(
                 self.source, ports=self.ports, autodetect=self.autodetect, strict=self.strict
@@ -146,8 +146,8 @@ class Run:
                 if not self.summary:
                     self._show(ev, facts)
                 if isinstance(ev, CapturedFrame):
-                    shown += 1
-                    if self.count is not None and shown >= self.count:
+                    self.shown += 1
+                    if self.count is not None and self.shown >= self.count:
                         break
         except CaptureFileError as e:
             self._stop(progress)
@@ -256,6 +256,6 @@ class Run:
                 f"{len(t.connections)} connections; {t.undecodable} undecodable; {t.nonconformant} "
                 f"non-conformant; {t.issues} stream issues"
             )
-            if self.stats.frames != t.frames:
-                line += f"; {self.stats.frames} frames shown"
+            if self.shown != t.frames:
+                line += f"; {self.shown} frames shown"
             self.table._write_plain(line)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import io
+import sys
 from typing import Any
 
 from rich.console import Console
@@ -19,7 +21,15 @@ def _table(title: str, columns: list[tuple[str, str]]) -> Table:
 
 
 def print_summary(s: dict[str, Any], terminal: bool) -> None:
-    console = Console(highlight=False) if terminal else Console(highlight=False, width=200, color_system=None)
+    if terminal:
+        _render(s, Console(highlight=False))
+        return
+    buf = io.StringIO()  # piped: the same tables, without the padding at the end of lines
+    _render(s, Console(file=buf, highlight=False, width=200, color_system=None))
+    sys.stdout.write("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")
+
+
+def _render(s: dict[str, Any], console: Console) -> None:
     issues = ", ".join(f"{n} {k}" for k, n in sorted(s["issues"].items())) or "none"
     console.print(
         f"{s['frames']} frames ({s['requests']} requests, {s['responses']} responses, {s['bytes']} bytes) on "
