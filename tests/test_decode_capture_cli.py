@@ -111,7 +111,10 @@ def test_usage_errors_are_one_line_and_exit_2() -> None:
     for args in (["--api", "Nope"], ["--client", "host:99999"], ["--fail-on", "warnings"], ["-c", "0"]):
         result = CliRunner().invoke(main, ["decode-capture", str(SAMPLE), *args])
         assert result.exit_code == 2, (args, result.output)
-        assert "Traceback" not in result.output and "Error" in result.output
+        assert "Traceback" not in result.output and "Invalid value" in result.output
+        assert len(result.output.strip().splitlines()) == 1
+    bad = CliRunner().invoke(main, ["decode-capture", str(SAMPLE), "--api", "Fetc"])
+    assert "did you mean Fetch" in bad.output
 
 
 def test_unreadable_files_exit_1(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from kcodec.codec import message_class, message_info
-from kcodec.errors import JsonError
+from kcodec.errors import InvalidArgumentError, JsonError
 from kcodec.model import Message, Uuid
 from kcodec.schema import INT_BOUNDS, STRUCT_DEFAULT, FieldInfo, MessageInfo
 
@@ -42,18 +42,30 @@ def is_default(info: MessageInfo, f: FieldInfo, value: Any) -> bool:
     return bool(value == d)
 
 
-def to_json(message: Message, version: int, *, records: RecordsMode = "raw") -> dict[str, Any]:
+def to_json(
+    message: Message, version: int, *, records: RecordsMode = "raw", error_names: bool = False
+) -> dict[str, Any]:
     """The JSON object Kafka's ``*JsonConverter.write(data, version)`` returns for ``message``.
 
     ``records``: how ``records`` fields are written: ``"raw"`` (Kafka's format: one base64 string),
     ``"base64"`` or ``"text"`` (expanded into batches and records, with keys, values and header values
     as base64, or as text where they are valid UTF-8; see ``kcodec.records.records_to_json``).
     Malformed record data never makes this raise: the expansion reports it in place.
+
+    ``error_names=True`` adds, next to every ``errorCode`` / ``*ErrorCode`` member, a ``<member>Name``
+    with Kafka's name of the code (``"errorCodeName": "UNKNOWN_LEADER_EPOCH"``; see
+    ``kcodec.error_codes.with_error_names``): a view for people, which ``from_json`` ignores.
     """
     convert = _converters.get((type(message).MESSAGE_NAME, version, records))
     if convert is None:
         convert = json_converter(type(message).MESSAGE_NAME, version, records=records)
-    return convert(message)
+    out = convert(message)
+    if error_names:
+        from kcodec.error_codes import with_error_names
+
+        named: dict[str, Any] = with_error_names(out)
+        return named
+    return out
 
 
 # (message name, version, records mode) -> converter built by json_converter
@@ -66,7 +78,7 @@ def json_converter(
     """The function ``to_json`` uses for one message and version: straight-line Python built once
     (and cached) from the message's schema, one function per struct, with no per-field lookups."""
     if records not in RECORDS_MODES:
-        raise ValueError(f"records must be one of {RECORDS_MODES}, not {records!r}")
+        raise InvalidArgumentError(f"records must be one of {RECORDS_MODES}, not {records!r}")
     key = (message_name, version, records)
     found = _converters.get(key)
     if found is not None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -33,8 +34,10 @@ def parse_apis(values: Iterable[str]) -> frozenset[int] | None:
             try:
                 keys.add(api(name).key)
             except KcodecError:
+                close = difflib.get_close_matches(item, [a.name for a in _all_apis()], n=3, cutoff=0.6)
+                hint = f"; did you mean {', '.join(close)}?" if close else " (see `kcodec apis`)"
                 raise click.BadParameter(
-                    f"no Kafka API named {item!r} (see `kcodec apis`)", param_hint="--api"
+                    f"no Kafka API named {item!r}{hint}", param_hint="--api"
                 ) from None
     return frozenset(keys) if keys else None
 
