@@ -68,8 +68,8 @@ def apis_command(as_json: bool) -> None:
         )
     for g in gaps.values():
         if g.api_key not in known:
-            missing = f"[yellow]{ranges(g.missing)}[/]"
-            table.add_row(str(g.api_key), g.api_name, "-", "", "", "", "", missing, "")
+            gap_cell = f"[yellow]{ranges(g.missing)}[/]"
+            table.add_row(str(g.api_key), g.api_name, "-", "", "", "", "", gap_cell, "")
     out = console()
     out.print(table)
     out.print(f"missing: versions Kafka defines that kcodec has no codec for; {escape(gaps_reason())}.")
