@@ -37,10 +37,25 @@ BROKERS = [("10.0.0.1", 9092), ("10.0.0.2", 9092), ("10.0.0.3", 9092)]
 _ETH = b"\x00" * 12 + b"\x08\x00"
 
 
-def _packet(src: tuple[str, int], dst: tuple[str, int], seq: int, ack: int, flags: int, payload: bytes) -> bytes:
-    tcp = struct.pack(">HHIIBBHHH", src[1], dst[1], seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, 0x50, flags, 65535, 0, 0)
-    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 40 + len(payload), 0, 0x4000, 64, 6, 0,
-                     socket.inet_aton(src[0]), socket.inet_aton(dst[0]))
+def _packet(
+    src: tuple[str, int], dst: tuple[str, int], seq: int, ack: int, flags: int, payload: bytes
+) -> bytes:
+    tcp = struct.pack(
+        ">HHIIBBHHH", src[1], dst[1], seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, 0x50, flags, 65535, 0, 0
+    )
+    ip = struct.pack(
+        ">BBHHHBBH4s4s",
+        0x45,
+        0,
+        40 + len(payload),
+        0,
+        0x4000,
+        64,
+        6,
+        0,
+        socket.inet_aton(src[0]),
+        socket.inet_aton(dst[0]),
+    )
     return _ETH + ip + tcp + payload
 
 
@@ -61,9 +76,11 @@ class Conn:
     def open(self) -> list[tuple[float, bytes]]:
         self.opened = True
         c, s = self.client, self.server
-        out = [(self.t, _packet(c, s, self.cseq, 0, 0x02, b"")),
-               (self.t + 1e-5, _packet(s, c, self.sseq, self.cseq + 1, 0x12, b"")),
-               (self.t + 2e-5, _packet(c, s, self.cseq + 1, self.sseq + 1, 0x10, b""))]
+        out = [
+            (self.t, _packet(c, s, self.cseq, 0, 0x02, b"")),
+            (self.t + 1e-5, _packet(s, c, self.sseq, self.cseq + 1, 0x12, b"")),
+            (self.t + 2e-5, _packet(c, s, self.cseq + 1, self.sseq + 1, 0x10, b"")),
+        ]
         self.cseq += 1
         self.sseq += 1
         return out
@@ -98,21 +115,66 @@ def _exchanges(rng: random.Random) -> list[tuple[object, int, object]]:
     for size in (4096, 8192, 16384):
         values = [rng.randbytes(256) for _ in range(size // 256)]
         batch = build_batch([NewRecord(v, key=b"k%d" % i) for i, v in enumerate(values)], base_offset=0)
-        produce = P(acks=-1, timeout_ms=30000, topic_data=[P.TopicProduceData(name="orders", partition_data=[
-            P.PartitionProduceData(index=size % 3, records=batch)])])
-        produce_resp = PR(responses=[PR.TopicProduceResponse(name="orders", partition_responses=[
-            PR.PartitionProduceResponse(index=size % 3, base_offset=1000 + size)])])
+        produce = P(
+            acks=-1,
+            timeout_ms=30000,
+            topic_data=[
+                P.TopicProduceData(
+                    name="orders", partition_data=[P.PartitionProduceData(index=size % 3, records=batch)]
+                )
+            ],
+        )
+        produce_resp = PR(
+            responses=[
+                PR.TopicProduceResponse(
+                    name="orders",
+                    partition_responses=[
+                        PR.PartitionProduceResponse(index=size % 3, base_offset=1000 + size)
+                    ],
+                )
+            ]
+        )
         out.append((produce, 9, produce_resp))
-        fetch = F(replica_id=-1, max_wait_ms=500, min_bytes=1, max_bytes=1 << 20, topics=[F.FetchTopic(
-            topic="orders", partitions=[F.FetchPartition(partition=0, current_leader_epoch=7, fetch_offset=1000)])])
-        fetch_resp = FR(responses=[FR.FetchableTopicResponse(topic="orders", partitions=[FR.PartitionData(
-            partition_index=0, high_watermark=5000, records=batch)])])
+        fetch = F(
+            replica_id=-1,
+            max_wait_ms=500,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            topics=[
+                F.FetchTopic(
+                    topic="orders",
+                    partitions=[F.FetchPartition(partition=0, current_leader_epoch=7, fetch_offset=1000)],
+                )
+            ],
+        )
+        fetch_resp = FR(
+            responses=[
+                FR.FetchableTopicResponse(
+                    topic="orders",
+                    partitions=[FR.PartitionData(partition_index=0, high_watermark=5000, records=batch)],
+                )
+            ]
+        )
         out.append((fetch, 12, fetch_resp))
     meta = M(topics=[M.MetadataRequestTopic(name="orders")])
-    meta_resp = MR(brokers=[MR.MetadataResponseBroker(node_id=i, host=h, port=p) for i, (h, p) in enumerate(BROKERS)],
-                   topics=[MR.MetadataResponseTopic(name="orders", partitions=[MR.MetadataResponsePartition(
-                       partition_index=i, leader_id=i, leader_epoch=7, replica_nodes=[0, 1, 2], isr_nodes=[0, 1, 2])
-                       for i in range(3)])])
+    meta_resp = MR(
+        brokers=[MR.MetadataResponseBroker(node_id=i, host=h, port=p) for i, (h, p) in enumerate(BROKERS)],
+        topics=[
+            MR.MetadataResponseTopic(
+                name="orders",
+                partitions=[
+                    MR.MetadataResponsePartition(
+                        partition_index=i,
+                        leader_id=i,
+                        leader_epoch=7,
+                        replica_nodes=[0, 1, 2],
+                        isr_nodes=[0, 1, 2],
+                    )
+                    for i in range(3)
+                ],
+            )
+        ],
+    )
     out.append((meta, 12, meta_resp))
     out.append((H(group_id="g", generation_id=3, member_id="m"), 4, HR()))
     return out
@@ -148,7 +210,9 @@ def generate(folder: Path, megabytes: int, files: int, seed: int = 11) -> list[P
         req, version, resp = templates[rng.randrange(len(templates))]
         conn.corr += 1
         t += 0.0002
-        request = kcodec.encode_request(req, version, correlation_id=conn.corr, client_id=f"app-{id(conn) % 7}")
+        request = kcodec.encode_request(
+            req, version, correlation_id=conn.corr, client_id=f"app-{id(conn) % 7}"
+        )
         response = kcodec.encode_response(resp, version, correlation_id=conn.corr)
         packets += conn.send(request, True, t)
         packets += conn.send(response, False, t + 0.001 + rng.random() * 0.004)
@@ -171,8 +235,11 @@ def _merged(paths: list[Path], target: Path) -> Path:
 
 def time_decode_capture(merged: Path) -> tuple[float, int]:
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "kcodec.cli", "decode-capture", "--json", str(merged)],
-                          stdout=subprocess.PIPE, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kcodec.cli", "decode-capture", "--json", str(merged)],
+        stdout=subprocess.PIPE,
+        check=True,
+    )
     seconds = time.perf_counter() - start
     frames = sum(1 for line in proc.stdout.splitlines() if line.startswith(b'{"type":"frame"'))
     return seconds, frames
@@ -191,8 +258,13 @@ print(json.dumps({"startup": started, "seconds": run.result.seconds, "frames": r
 
 
 def time_pipeline(master: str, folder: Path, out: Path) -> dict[str, float]:
-    proc = subprocess.run([sys.executable, "-c", _CHILD, master, str(folder), str(out)], stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, check=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, master, str(folder), str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        check=True,
+        text=True,
+    )
     result: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
 
@@ -210,9 +282,13 @@ def main() -> int:
         print(f"generated {len(paths)} files in {time.perf_counter() - t:.1f} s")
     paths = sorted(data.iterdir())
     total = sum(p.stat().st_size for p in paths)
-    print(f"dataset: {len(paths)} files, {total / 1e6:.1f} MB ({data}); load average {os.getloadavg()[0]:.1f}")
-    merged = _merged(sorted(paths, key=lambda p: len(p.name) * 1000 + int("0" + p.name[len("capture.pcap"):])),
-                     args.dir / "merged.pcap")
+    print(
+        f"dataset: {len(paths)} files, {total / 1e6:.1f} MB ({data}); load average {os.getloadavg()[0]:.1f}"
+    )
+    merged = _merged(
+        sorted(paths, key=lambda p: len(p.name) * 1000 + int("0" + p.name[len("capture.pcap") :])),
+        args.dir / "merged.pcap",
+    )
     dc_s, dc_frames = time_decode_capture(merged)
     rows = [("decode-capture --json (1 process)", dc_s, dc_frames, None)]
     for cores in (1, 2):

@@ -45,9 +45,17 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1200,900",
-                f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+    for arg in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--window-size=1200,900",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+    ):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
@@ -95,8 +103,14 @@ def test_report_draws_every_plot_in_chromium(report: Path, browser: Any, tmp_pat
     image = Image.open(io.BytesIO(png)).convert("L")
     scale = image.width / browser.execute_script("return window.innerWidth")
     for b in boxes:
-        crop = image.crop((int(b["x"] * scale), int(b["y"] * scale), int((b["x"] + b["w"]) * scale),
-                           int((b["y"] + b["h"]) * scale)))
+        crop = image.crop(
+            (
+                int(b["x"] * scale),
+                int(b["y"] * scale),
+                int((b["x"] + b["w"]) * scale),
+                int((b["y"] + b["h"]) * scale),
+            )
+        )
         dark = sum(crop.histogram()[:200])
         assert dark > 0.005 * crop.width * crop.height, (b["id"], dark)
     errors = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]

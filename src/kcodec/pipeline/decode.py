@@ -19,14 +19,23 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from kcodec.capture import CaptureDecoder, CapturedFrame, CaptureEvent, CaptureIssue, Segment
-from kcodec.pipeline.flatten import flatten_body, partition_struct_fields
+from kcodec.pipeline.flatten import flatten, partition_struct_fields
 
-__all__ = ["ERROR_STRUCT", "EVENT_COLUMNS", "PARTITION_STRUCT", "decode_batches"]
+__all__ = [
+    "CODE_STRUCT",
+    "ERROR_STRUCT",
+    "EVENT_COLUMNS",
+    "PAIR_STRUCT",
+    "PARTITION_STRUCT",
+    "decode_batches",
+]
 
 _API_VERSIONS_KEY = 18
 
 PARTITION_STRUCT = "struct<" + ",".join(f"{n}:{t}" for n, t in partition_struct_fields) + ">"
 ERROR_STRUCT = "struct<topic:string,partition:int,error_code:int,error_name:string>"
+CODE_STRUCT = "struct<code:int,name:string,where:string>"
+PAIR_STRUCT = "struct<id:string,name:string>"
 
 #: (column, Spark type) of a stage-2 row. ``kind`` is ``frame`` or ``issue``.
 EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -58,6 +67,9 @@ EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("error_name", "string"),
     ("partitions", f"array<{PARTITION_STRUCT}>"),
     ("errors", f"array<{ERROR_STRUCT}>"),
+    ("error_codes", f"array<{CODE_STRUCT}>"),
+    ("topic_pairs", f"array<{PAIR_STRUCT}>"),
+    ("topic_ids", "array<string>"),
     ("issue_kind", "string"),
     ("message", "string"),
     ("length", "long"),
@@ -165,7 +177,7 @@ class _Decoder:
                 if name:
                     conn.software = (name, body.get("clientSoftwareVersion"))
             client_id, software = conn.client_id, conn.software
-        flat = flatten_body(body, ev.api_key, ev.direction)
+        flat = flatten(ev.body, ev.api_key, ev.api_version, ev.direction)
         header_text, body_text = _dumps(header), _dumps(body)
         self.rows.add(
             {
@@ -194,6 +206,9 @@ class _Decoder:
                 "error_name": flat.error_name,
                 "partitions": flat.partitions,
                 "errors": flat.errors,
+                "error_codes": flat.error_codes,
+                "topic_pairs": flat.topic_pairs,
+                "topic_ids": flat.topic_ids,
             }
         )
         self.rows.bytes += len(body_text or "") + len(header_text or "") + 256

@@ -117,19 +117,72 @@ _FRAME_COLUMNS = (
     "client_id",
     "client_software_name",
     "client_software_version",
-    "topics",
     "error_code",
     "error_name",
-    "partitions",
-    "errors",
 )
 
 
-def _frames(events: DataFrame) -> DataFrame:
+def _topic_directory(events: DataFrame) -> dict[str, str]:
+    """Topic id -> name, from every frame that states both (the first name stated wins). Small: one
+    entry per topic, collected to the driver."""
     from pyspark.sql import functions as F
 
+    rows = (
+        events.where(F.col("kind") == "frame")
+        .select("time", F.explode("topic_pairs").alias("p"))
+        .groupBy(F.col("p.id").alias("id"))
+        .agg(F.min_by("p.name", "time").alias("name"))
+        .collect()
+    )
+    return {r["id"]: r["name"] for r in rows}
+
+
+def _frames(events: DataFrame, directory: dict[str, str]) -> DataFrame:
+    """The frame rows, topic ids resolved to names with ``directory`` (as decode-capture resolves them
+    with the names learned from the capture: ``topic_names``, the topics of ``partitions``, ``errors``
+    and ``error_codes``)."""
+    from itertools import chain
+
+    from pyspark.sql import functions as F
+
+    cols = [F.col(c) for c in ("topics", "partitions", "errors", "error_codes")]
+    topic_names = F.lit(None).cast("map<string,string>")
+    if directory:
+        names = F.create_map(*[F.lit(x) for x in chain.from_iterable(directory.items())])
+
+        def named(c: Any) -> Any:
+            return F.coalesce(F.try_element_at(names, c), c)
+
+        found = F.filter(
+            F.transform(
+                "topic_ids", lambda i: F.struct(i.alias("key"), F.try_element_at(names, i).alias("value"))
+            ),
+            lambda e: e["value"].isNotNull(),
+        )
+        topic_names = F.when(F.size(found) > 0, F.map_from_entries(found))
+
+        def where_topic(e: Any) -> Any:
+            return F.regexp_extract(e["where"], "^([^/]*)", 1)
+
+        def where_rest(e: Any) -> Any:
+            return F.regexp_extract(e["where"], "^[^/]*(.*)$", 1)
+
+        cols = [
+            F.transform("topics", named),
+            F.transform("partitions", lambda p: p.withField("topic", named(p["topic"]))),
+            F.transform("errors", lambda e: e.withField("topic", named(e["topic"]))),
+            F.transform(
+                "error_codes",
+                lambda e: e.withField("where", F.concat(named(where_topic(e)), where_rest(e))),
+            ),
+        ]
     return events.where(F.col("kind") == "frame").select(
         *_FRAME_COLUMNS,
+        cols[0].alias("topics"),
+        cols[1].alias("partitions"),
+        cols[2].alias("errors"),
+        cols[3].alias("error_codes"),
+        topic_names.alias("topic_names"),
         F.timestamp_seconds("time").alias("ts"),
         F.date_format(F.timestamp_seconds("time"), "yyyy-MM-dd").alias("date"),
         F.coalesce("api_name", F.lit("unknown")).alias("api"),
@@ -211,7 +264,9 @@ def run_job(
         )
         events = _numbered(events.persist(StorageLevel.MEMORY_AND_DISK))
         try:
-            _frames(events).write.mode("overwrite").partitionBy("date", "api").parquet(f"{out}/frames")
+            _frames(events, _topic_directory(events)).write.mode("overwrite").partitionBy(
+                "date", "api"
+            ).parquet(f"{out}/frames")
             tracker.phase = "writing diagnostics"
             _diagnostics(events).coalesce(1).write.mode("overwrite").parquet(f"{out}/diagnostics")
         finally:
