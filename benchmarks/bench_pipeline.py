@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import kcodec
 from kcodec.records import NewRecord, build_batch
@@ -253,11 +254,12 @@ spark = spark_session(sys.argv[1])
 started = time.perf_counter() - t0
 from kcodec.pipeline import run_pipeline
 run = run_pipeline([sys.argv[2]], sys.argv[3], progress=False)
-print(json.dumps({"startup": started, "seconds": run.result.seconds, "frames": run.result.summary["frames"]}))
+print(json.dumps({"startup": started, "seconds": run.result.seconds, "frames": run.result.summary["frames"],
+                  "timings": run.result.timings}))
 """
 
 
-def time_pipeline(master: str, folder: Path, out: Path) -> dict[str, float]:
+def time_pipeline(master: str, folder: Path, out: Path) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, master, str(folder), str(out)],
         stdout=subprocess.PIPE,
@@ -265,7 +267,7 @@ def time_pipeline(master: str, folder: Path, out: Path) -> dict[str, float]:
         check=True,
         text=True,
     )
-    result: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
 
 
@@ -290,14 +292,20 @@ def main() -> int:
         args.dir / "merged.pcap",
     )
     dc_s, dc_frames = time_decode_capture(merged)
-    rows = [("decode-capture --json (1 process)", dc_s, dc_frames, None)]
+    rows: list[tuple[str, float, int, float | None]] = [
+        ("decode-capture --json (1 process)", dc_s, dc_frames, None)
+    ]
+    phases: list[str] = []
     for cores in (1, 2):
         r = time_pipeline(f"local[{cores}]", data, args.dir / f"out-{cores}")
         rows.append((f"pipeline local[{cores}]", r["seconds"], int(r["frames"]), r["startup"]))
+        phases.append(f"local[{cores}]: " + ", ".join(f"{k} {v:.1f} s" for k, v in r["timings"].items()))
     print(f"{'':36} {'seconds':>8} {'MB/s':>7} {'frames/s':>9} {'frames':>8}  spark start-up")
     for name, secs, frames, startup in rows:
         extra = f"  {startup:.1f} s" if startup is not None else ""
         print(f"{name:36} {secs:8.1f} {total / 1e6 / secs:7.2f} {frames / secs:9.0f} {frames:8d}{extra}")
+    for line in phases:
+        print(line)
     one, two = rows[1][1], rows[2][1]
     print(f"2 cores vs 1 core: {one / two:.2f}x (goal >= 1.8x)")
     print(f"pipeline on 1 core vs decode-capture: {dc_s / one:.2f}x (goal >= 1.0x)")

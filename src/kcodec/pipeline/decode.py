@@ -18,6 +18,8 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import orjson
+
 from kcodec.capture import CaptureDecoder, CapturedFrame, CaptureEvent, CaptureIssue, Segment
 from kcodec.pipeline.flatten import flatten, partition_struct_fields
 
@@ -82,7 +84,7 @@ _BATCH_BYTES = 32 << 20
 
 
 def _dumps(obj: Any) -> str | None:
-    return None if obj is None else json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return None if obj is None else orjson.dumps(obj).decode()
 
 
 class _Conn:

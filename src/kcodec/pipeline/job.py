@@ -52,6 +52,7 @@ class PipelineResult:
     seconds: float
     summary: dict[str, Any]
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # the small aggregate tables
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase of the job
 
 
 def _ddl(columns: Sequence[tuple[str, str]]) -> str:
@@ -96,7 +97,6 @@ def _numbered(events: DataFrame) -> DataFrame:
     return events.join(F.broadcast(numbers), ["key", "local"], "left")
 
 
-_COLLECT = 1000  # rows of each aggregate table returned to the caller (all are written)
 _FRAME_COLUMNS = (
     "time",
     "connection",
@@ -262,26 +262,48 @@ def run_job(
             split_size=split_size,
             partitions=partitions or max(2 * parallelism, 2),
         )
-        events = _numbered(events.persist(StorageLevel.MEMORY_AND_DISK))
+        cached = events.persist(StorageLevel.MEMORY_AND_DISK)
+        events = _numbered(cached)
+        timings: dict[str, float] = {}
+        lap = time.monotonic()
+
+        def phase(name: str) -> None:
+            nonlocal lap
+            now = time.monotonic()
+            timings[name] = now - lap
+            lap = now
+
         try:
-            _frames(events, _topic_directory(events)).write.mode("overwrite").partitionBy(
-                "date", "api"
-            ).parquet(f"{out}/frames")
+            directory = _topic_directory(events)  # the first action: reads, shuffles and decodes all
+            phase("read and decode")
+            tracker.phase = "writing frames"
+            _frames(events, directory).write.mode("overwrite").partitionBy("date", "api").parquet(
+                f"{out}/frames"
+            )
+            phase("write frames")
             tracker.phase = "writing diagnostics"
             _diagnostics(events).coalesce(1).write.mode("overwrite").parquet(f"{out}/diagnostics")
+            phase("write diagnostics")
         finally:
-            events.unpersist()
+            cached.unpersist()
         tracker.phase = "aggregating"
-        frames = spark.read.parquet(f"{out}/frames")
+        # The aggregates read the frames table as written, without the header and body JSON, once.
+        frames = spark.read.parquet(f"{out}/frames").drop("header", "body").cache()
         diagnostics = spark.read.parquet(f"{out}/diagnostics")
         input_bytes = sum(f.size for f in files)
         tables: dict[str, list[dict[str, Any]]] = {}
-        for name, df in aggregate_tables(frames, diagnostics, len(files), input_bytes).items():
-            df.coalesce(1).write.mode("overwrite").parquet(f"{out}/{name}")
-            rows = spark.read.parquet(f"{out}/{name}").limit(_COLLECT).collect()
-            tables[name] = [r.asDict(recursive=True) for r in rows]
+        try:
+            for name, df in aggregate_tables(frames, diagnostics, len(files), input_bytes).items():
+                rows = df.collect()  # small: bounded by APIs, topics, errors and time buckets
+                spark.createDataFrame(rows, df.schema).coalesce(1).write.mode("overwrite").parquet(
+                    f"{out}/{name}"
+                )
+                tables[name] = [r.asDict(recursive=True) for r in rows]
+        finally:
+            frames.unpersist()
+        phase("aggregates")
     summary = tables["summary"][0] if tables["summary"] else {}
-    return PipelineResult(out, files, input_bytes, time.monotonic() - started, summary, tables)
+    return PipelineResult(out, files, input_bytes, time.monotonic() - started, summary, tables, timings)
 
 
 class _Null:

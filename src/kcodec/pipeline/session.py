@@ -62,6 +62,8 @@ def spark_session(master: str | None = None, *, app_name: str = "kcodec pipeline
             builder.config("spark.driver.host", LOOPBACK)
             .config("spark.driver.bindAddress", LOOPBACK)
             .config("spark.ui.enabled", "false")
+            # small shuffles on one machine: a few partitions per core, not Spark's default 200
+            .config("spark.sql.shuffle.partitions", str(4 * (os.cpu_count() or 2)))
         )
     builder = (
         builder.config("spark.ui.showConsoleProgress", "false")
