@@ -24,7 +24,7 @@ from kcodec.sentinels import NO_LEADER_EPOCH
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["aggregate_tables", "bucket_width"]
+__all__ = ["aggregate_tables", "bucket_width", "summary"]
 
 _FENCING = (int(ErrorCode.FENCED_LEADER_EPOCH), int(ErrorCode.UNKNOWN_LEADER_EPOCH))
 _ACCURACY = 10000
@@ -286,14 +286,9 @@ def summary(frames: DataFrame, diagnostics: DataFrame, files: int, input_bytes: 
     return f.crossJoin(d).select(F.lit(files).alias("files"), F.lit(input_bytes).alias("input_bytes"), "*")
 
 
-def aggregate_tables(
-    frames: DataFrame, diagnostics: DataFrame, files: int, input_bytes: int
-) -> dict[str, DataFrame]:
-    """Every aggregate table by name (``timeline``'s width from the capture's time span)."""
-    from pyspark.sql import functions as F
-
-    span_row = frames.agg((F.max("time") - F.min("time")).alias("span")).first()
-    span = float(span_row["span"] or 0.0) if span_row is not None else 0.0
+def aggregate_tables(frames: DataFrame, span: float) -> dict[str, DataFrame]:
+    """Every aggregate table but ``summary`` by name (``timeline``'s bucket width from ``span``, the
+    capture's time span in seconds, which the summary gives)."""
     return {
         "api_stats": api_stats(frames),
         "latency": latency(frames),
@@ -301,5 +296,4 @@ def aggregate_tables(
         "clients": clients(frames),
         "fencing": fencing(frames),
         "timeline": timeline(frames, bucket_width(span)),
-        "summary": summary(frames, diagnostics, files, input_bytes),
     }

@@ -13,17 +13,19 @@ Nothing is read by the driver but the file listing and the small aggregate table
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kcodec.capture import DEFAULT_PORTS
-from kcodec.pipeline.aggregates import aggregate_tables
+from kcodec.pipeline.aggregates import aggregate_tables, summary
 from kcodec.pipeline.decode import EVENT_COLUMNS, decode_batches
 from kcodec.pipeline.inputs import DEFAULT_SPLIT_SIZE, InputFile, list_inputs, splits
 from kcodec.pipeline.progress import ProgressDisplay, ProgressTracker
 from kcodec.pipeline.scan import SEGMENT_COLUMNS, SPLIT_COLUMNS, scan_batches
+from kcodec.pipeline.sources import local_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -293,17 +295,39 @@ def run_job(
         input_bytes = sum(f.size for f in files)
         tables: dict[str, list[dict[str, Any]]] = {}
         try:
-            for name, df in aggregate_tables(frames, diagnostics, len(files), input_bytes).items():
-                rows = df.collect()  # small: bounded by APIs, topics, errors and time buckets
-                spark.createDataFrame(rows, df.schema).coalesce(1).write.mode("overwrite").parquet(
-                    f"{out}/{name}"
-                )
-                tables[name] = [r.asDict(recursive=True) for r in rows]
+            totals = summary(frames, diagnostics, len(files), input_bytes)
+            tables["summary"] = _write_small(spark, totals, f"{out}/summary")
+            first = tables["summary"][0]
+            span = (first["last_time"] or 0.0) - (first["first_time"] or 0.0) if first["frames"] else 0.0
+            for name, df in aggregate_tables(frames, span).items():
+                tables[name] = _write_small(spark, df, f"{out}/{name}")
         finally:
             frames.unpersist()
         phase("aggregates")
-    summary = tables["summary"][0] if tables["summary"] else {}
-    return PipelineResult(out, files, input_bytes, time.monotonic() - started, summary, tables, timings)
+    totals_row = tables["summary"][0] if tables["summary"] else {}
+    return PipelineResult(out, files, input_bytes, time.monotonic() - started, totals_row, tables, timings)
+
+
+def _write_small(spark: SparkSession, df: DataFrame, path: str) -> list[dict[str, Any]]:
+    """Compute a small table once, write it as one Parquet file and return its rows. Local outputs
+    are written by the driver with pyarrow (no Spark job); others through Spark."""
+    rows = df.collect()  # small: bounded by APIs, topics, errors and time buckets
+    local = local_path(path)
+    if local is None:
+        spark.createDataFrame(rows, df.schema).coalesce(1).write.mode("overwrite").parquet(path)
+    else:
+        import shutil
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        schema = to_arrow_schema(df.schema)
+        table = pa.Table.from_pylist([r.asDict(recursive=True) for r in rows], schema=schema)
+        shutil.rmtree(local, ignore_errors=True)
+        os.makedirs(local)
+        pq.write_table(table, os.path.join(local, "part-00000.parquet"))
+    return [r.asDict(recursive=True) for r in rows]
 
 
 class _Null:

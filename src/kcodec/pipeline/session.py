@@ -64,6 +64,8 @@ def spark_session(master: str | None = None, *, app_name: str = "kcodec pipeline
             .config("spark.ui.enabled", "false")
             # small shuffles on one machine: a few partitions per core, not Spark's default 200
             .config("spark.sql.shuffle.partitions", str(4 * (os.cpu_count() or 2)))
+            # the decoded frames are cached once between the writes: spend no CPU compressing them
+            .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
         )
     builder = (
         builder.config("spark.ui.showConsoleProgress", "false")
