@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import socket
 import struct
 import subprocess
@@ -203,7 +204,7 @@ def generate(folder: Path, megabytes: int, files: int, seed: int = 11) -> list[P
             index += 1
             path = folder / f"capture.pcap{index - 1 if index > 1 else ''}"
             paths.append(path)
-            f = open(path, "wb")
+            f = open(path, "wb")  # noqa: SIM115 (one file after another, closed when the next opens)
             f.write(header)
             size = 24
         conn = conns[rng.randrange(len(conns))]
@@ -234,7 +235,14 @@ def _merged(paths: list[Path], target: Path) -> Path:
     return target
 
 
-def time_decode_capture(merged: Path) -> tuple[float, int]:
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the children (and theirs) that have exited so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def time_decode_capture(merged: Path) -> tuple[float, int, float]:
+    cpu = _children_cpu()
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "kcodec.cli", "decode-capture", "--json", str(merged)],
@@ -243,7 +251,7 @@ def time_decode_capture(merged: Path) -> tuple[float, int]:
     )
     seconds = time.perf_counter() - start
     frames = sum(1 for line in proc.stdout.splitlines() if line.startswith(b'{"type":"frame"'))
-    return seconds, frames
+    return seconds, frames, _children_cpu() - cpu
 
 
 _CHILD = """
@@ -293,9 +301,9 @@ def main() -> int:
         sorted(paths, key=lambda p: len(p.name) * 1000 + int("0" + p.name[len("capture.pcap") :])),
         args.dir / "merged.pcap",
     )
-    dc_s, dc_frames = time_decode_capture(merged)
-    rows: list[tuple[str, float, int, float | None]] = [
-        ("decode-capture --json (1 process)", dc_s, dc_frames, None)
+    dc_s, dc_frames, dc_cpu = time_decode_capture(merged)
+    rows: list[tuple[str, float, int, float | None, float]] = [
+        ("decode-capture --json (1 process)", dc_s, dc_frames, None, dc_cpu)
     ]
     phases: list[str] = []
     for cores in (1, 2):

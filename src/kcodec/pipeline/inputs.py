@@ -10,6 +10,7 @@ they were written. Files larger than the split size are cut into byte ranges tha
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,8 +66,26 @@ def check_local_inputs(inputs: list[str]) -> None:
             raise PipelineInputError(f"{name}: the folder holds no files")
 
 
-def list_inputs(spark: SparkSession, inputs: list[str]) -> list[InputFile]:
-    """Every file under ``inputs``, in capture order. Raises :class:`PipelineInputError`."""
+def _local_files(name: str) -> list[tuple[str, int]] | None:
+    """The files under a local input, named as Spark names them (``file:/abs/path``), skipping hidden
+    files and folders (``.x``, ``_x``) as Spark does; None if ``name`` is not a plain local path."""
+    local = local_path(name)
+    if local is None or any(ch in local for ch in "*?["):
+        return None
+    root = Path(local).resolve()
+    if root.is_file():
+        return [(f"file:{root}", root.stat().st_size)]
+    out: list[tuple[str, int]] = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+        for n in names:
+            if not n.startswith((".", "_")):
+                p = Path(folder) / n
+                out.append((f"file:{p}", p.stat().st_size))
+    return out
+
+
+def _spark_files(spark: SparkSession, inputs: list[str]) -> list[tuple[str, int]]:
     from pyspark.errors import AnalysisException
 
     try:
@@ -80,9 +99,25 @@ def list_inputs(spark: SparkSession, inputs: list[str]) -> list[InputFile]:
     except AnalysisException as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise PipelineInputError(f"cannot list the inputs: {first}") from None
-    if not rows:
+    return [(r["path"], r["length"]) for r in rows]
+
+
+def list_inputs(spark: SparkSession, inputs: list[str]) -> list[InputFile]:
+    """Every file under ``inputs``, in capture order. Local paths are listed here; others (HDFS, S3,
+    globs, ...) by Spark. Raises :class:`PipelineInputError`."""
+    found: set[tuple[str, int]] = set()
+    remote: list[str] = []
+    for name in inputs:
+        local = _local_files(name)
+        if local is None:
+            remote.append(name)
+        else:
+            found.update(local)
+    if remote:
+        found.update(_spark_files(spark, remote))
+    if not found:
         raise PipelineInputError(f"no files found in {', '.join(inputs)}")
-    files = sorted({(r["path"], r["length"]) for r in rows}, key=lambda f: natural_key(f[0]))
+    files = sorted(found, key=lambda f: natural_key(f[0]))
     return [InputFile(path, size, i) for i, (path, size) in enumerate(files)]
 
 

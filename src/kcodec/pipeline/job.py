@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -84,8 +85,9 @@ def _events(
     )
 
 
-def _numbered(events: DataFrame) -> DataFrame:
-    """Events with ``connection``: 1, 2, ... by the capture position of each connection's first segment."""
+def _numbered(events: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Events with ``connection``: 1, 2, ... by the capture position of each connection's first
+    segment; and the (cached) table of those numbers, to unpersist after use."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -96,7 +98,8 @@ def _numbered(events: DataFrame) -> DataFrame:
     )
     order = Window.orderBy("first_order", "first_offset", "key", "local")
     numbers = conns.withColumn("connection", F.row_number().over(order)).select("key", "local", "connection")
-    return events.join(F.broadcast(numbers), ["key", "local"], "left")
+    numbers = numbers.cache()  # one row per connection, used by every table
+    return events.join(F.broadcast(numbers), ["key", "local"], "left"), numbers
 
 
 _FRAME_COLUMNS = (
@@ -265,7 +268,7 @@ def run_job(
             partitions=partitions or max(2 * parallelism, 2),
         )
         cached = events.persist(StorageLevel.MEMORY_AND_DISK)
-        events = _numbered(cached)
+        events, numbers = _numbered(cached)
         timings: dict[str, float] = {}
         lap = time.monotonic()
 
@@ -275,35 +278,42 @@ def run_job(
             timings[name] = now - lap
             lap = now
 
-        try:
-            directory = _topic_directory(events)  # the first action: reads, shuffles and decodes all
-            phase("read and decode")
-            tracker.phase = "writing frames"
-            _frames(events, directory).write.mode("overwrite").partitionBy("date", "api").parquet(
-                f"{out}/frames"
-            )
-            phase("write frames")
-            tracker.phase = "writing diagnostics"
-            _diagnostics(events).coalesce(1).write.mode("overwrite").parquet(f"{out}/diagnostics")
-            phase("write diagnostics")
-        finally:
-            cached.unpersist()
-        tracker.phase = "aggregating"
-        # The aggregates read the frames table as written, without the header and body JSON, once.
-        frames = spark.read.parquet(f"{out}/frames").drop("header", "body").cache()
-        diagnostics = spark.read.parquet(f"{out}/diagnostics")
         input_bytes = sum(f.size for f in files)
         tables: dict[str, list[dict[str, Any]]] = {}
         try:
-            totals = summary(frames, diagnostics, len(files), input_bytes)
+            directory = _topic_directory(events)  # the first action: reads, shuffles and decodes all
+            phase("read and decode")
+            tracker.phase = "writing frames and diagnostics"
+            frames = _frames(events, directory)
+            diagnostics = _diagnostics(events)
+            frames_out = frames.write.mode("overwrite").partitionBy("date", "api")
+            diagnostics_out = diagnostics.coalesce(1).write.mode("overwrite")
+            with ThreadPoolExecutor(2) as pool:  # two Spark jobs at once over the cached events
+                writes = [
+                    pool.submit(frames_out.parquet, f"{out}/frames"),
+                    pool.submit(diagnostics_out.parquet, f"{out}/diagnostics"),
+                ]
+                for write in writes:
+                    write.result()
+            phase("write frames and diagnostics")
+            # The aggregates read the same cached events (their columns only), not the files written.
+            tracker.phase = "aggregating"
+            slim = frames.drop("header", "body")
+            totals = summary(slim, diagnostics, len(files), input_bytes)
             tables["summary"] = _write_small(spark, totals, f"{out}/summary")
             first = tables["summary"][0]
             span = (first["last_time"] or 0.0) - (first["first_time"] or 0.0) if first["frames"] else 0.0
-            for name, df in aggregate_tables(frames, span).items():
-                tables[name] = _write_small(spark, df, f"{out}/{name}")
+            with ThreadPoolExecutor(4) as pool:  # small jobs: run them side by side
+                computed = {
+                    name: pool.submit(_write_small, spark, df, f"{out}/{name}")
+                    for name, df in aggregate_tables(slim, span).items()
+                }
+                for name, result in computed.items():
+                    tables[name] = result.result()
+            phase("aggregates")
         finally:
-            frames.unpersist()
-        phase("aggregates")
+            numbers.unpersist()
+            cached.unpersist()
     totals_row = tables["summary"][0] if tables["summary"] else {}
     return PipelineResult(out, files, input_bytes, time.monotonic() - started, totals_row, tables, timings)
 

@@ -66,11 +66,14 @@ def spark_session(master: str | None = None, *, app_name: str = "kcodec pipeline
             .config("spark.sql.shuffle.partitions", str(4 * (os.cpu_count() or 2)))
             # the decoded frames are cached once between the writes: spend no CPU compressing them
             .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
+            # shuffle files stay on this machine's disk: no CPU spent compressing capture payloads
+            .config("spark.shuffle.compress", "false")
+            .config("spark.shuffle.spill.compress", "false")
         )
     builder = (
         builder.config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "4096")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
         .config("spark.python.worker.reuse", "true")
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.sql.sources.partitionOverwriteMode", "static")
