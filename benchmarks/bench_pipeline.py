@@ -22,11 +22,11 @@ import argparse
 import json
 import os
 import random
-import resource
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -235,23 +235,57 @@ def _merged(paths: list[Path], target: Path) -> Path:
     return target
 
 
-def _children_cpu() -> float:
-    """CPU seconds (user + system) of the children (and theirs) that have exited so far."""
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu(root: int) -> dict[int, float]:
+    """CPU seconds (user + system) so far of ``root`` and every process below it, by pid (/proc)."""
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry)
+        parents[pid] = int(fields[1])
+        cpu[pid] = (int(fields[11]) + int(fields[12])) / _TICK
+    out: dict[int, float] = {}
+    for pid in cpu:
+        p = pid
+        while p > 1 and p != root:
+            p = parents.get(p, 0)
+        if p == root:
+            out[pid] = cpu[pid]
+    return out
+
+
+def _run_measured(cmd: list[str]) -> tuple[float, float, bytes]:
+    """Wall seconds, CPU seconds of the whole process tree (sampled every 0.1 s, so a process that
+    lives less than that may be missed) and standard output of ``cmd``."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
+        seen: dict[int, float] = {}
+        while proc.poll() is None:
+            seen.update(_tree_cpu(proc.pid))
+            time.sleep(0.1)
+        wall = time.perf_counter() - start
+        if proc.returncode:
+            raise subprocess.CalledProcessError(proc.returncode, cmd)
+        out.seek(0)
+        return wall, sum(seen.values()), out.read()
 
 
 def time_decode_capture(merged: Path) -> tuple[float, int, float]:
-    cpu = _children_cpu()
-    start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "kcodec.cli", "decode-capture", "--json", str(merged)],
-        stdout=subprocess.PIPE,
-        check=True,
+    wall, cpu, stdout = _run_measured(
+        [sys.executable, "-m", "kcodec.cli", "decode-capture", "--json", str(merged)]
     )
-    seconds = time.perf_counter() - start
-    frames = sum(1 for line in proc.stdout.splitlines() if line.startswith(b'{"type":"frame"'))
-    return seconds, frames, _children_cpu() - cpu
+    frames = sum(1 for line in stdout.splitlines() if line.startswith(b'{"type":"frame"'))
+    return wall, frames, cpu
 
 
 _CHILD = """
@@ -268,16 +302,9 @@ print(json.dumps({"startup": started, "seconds": run.result.seconds, "frames": r
 
 
 def time_pipeline(master: str, folder: Path, out: Path) -> dict[str, Any]:
-    cpu = _children_cpu()
-    proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, master, str(folder), str(out)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        check=True,
-        text=True,
-    )
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    result["cpu"] = _children_cpu() - cpu  # driver, JVM and Python workers, start-up included
+    _wall, cpu, stdout = _run_measured([sys.executable, "-c", _CHILD, master, str(folder), str(out)])
+    result: dict[str, Any] = json.loads(stdout.decode().strip().splitlines()[-1])
+    result["cpu"] = cpu  # driver, JVM and Python workers, Spark start-up included
     return result
 
 
