@@ -87,7 +87,6 @@ def pipeline_command(
         r = run.result
         for line in run.lines:
             click.echo(line)
-        click.echo(
-            f"tables written to {r.output} in {r.seconds:.1f} s "
-            f"({r.input_bytes / 1e6 / max(r.seconds, 1e-9):.1f} MB/s)"
-        )
+        rate = r.input_bytes / max(r.seconds, 1e-9)
+        speed = f"{rate / 1e6:.1f} MB/s" if rate >= 1e5 else f"{rate / 1e3:.1f} kB/s"
+        click.echo(f"tables written to {r.output} in {r.seconds:.1f} s ({speed})")
