@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,10 +64,8 @@ class Target:
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         if proc.stdin is not None:
-            try:
+            with suppress(OSError):
                 proc.stdin.close()
-            except OSError:
-                pass
         try:
             proc.wait(3)
         except subprocess.TimeoutExpired:

@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "generate": ("generate", "generate_command", "Generate a codec package from your own spec folder."),
     "decode-capture": ("decode_capture", "decode_capture_command", "Decode the Kafka traffic in a capture."),
     "versions": ("versions", "versions_command", "Broker API versions vs kcodec's, negotiated versions."),
+    "fuzz": ("fuzz", "fuzz_command", "Fuzz a broker (HOST:PORT); replay a finding (fuzz replay FILE)."),
 }
 
 

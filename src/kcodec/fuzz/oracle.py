@@ -29,6 +29,7 @@ __all__ = ["KINDS", "Sent", "Verdict", "error_codes", "judge"]
 #: every kind of finding, with its severity
 KINDS: dict[str, str] = {
     "broker_died": "critical",
+    "broker_unresponsive": "critical",
     "bad_reply_frame": "high",
     "undecodable_response": "high",
     "correlation_mismatch": "high",

@@ -290,9 +290,14 @@ class Session:
                 return True
             time.sleep(0.5 * (attempt + 1))
         last = batch[-1]
+        ok, detail = alive(c.host, c.port, c.timeout)
+        if ok:
+            return True
+        kind = "broker_died" if "cannot connect" in detail else "broker_unresponsive"
         verdict = Verdict(
-            "broker_died",
-            f"the broker stopped answering (liveness probe failed 3 times, {why}) after "
+            kind,
+            f"the broker {'is gone' if kind == 'broker_died' else 'accepts connections but answers nothing'} "
+            f"(liveness probe failed 4 times, {why}: {detail}) after "
             f"{'a valid request' if last.valid else last.mutation} {last.api_name} v{last.api_version}",
         )
         self._found(last, Reply("closed"), verdict, confirm=False)
