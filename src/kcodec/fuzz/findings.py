@@ -50,6 +50,8 @@ class Finding:
     original_request_hex: str | None = None
     frame_level: bool = False  # the frame itself lies (size prefix, header): no reply is owed
     reproduced: bool | None = None  # seen again alone on a fresh connection (None: not tried)
+    target_status: str = ""  # what became of the broker process, when the caller knows (crashes)
+    target_log: str = ""  # the end of its log then
     time: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     format: str = FORMAT
 

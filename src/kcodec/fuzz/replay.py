@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from kcodec.fuzz.findings import Finding
 from kcodec.fuzz.oracle import Sent, Verdict
 from kcodec.fuzz.session import replay_frame
-from kcodec.fuzz.wire import Reply, alive
+from kcodec.fuzz.wire import Reply, alive, header_size
 
 __all__ = ["ReplayResult", "replay"]
 
@@ -40,7 +40,7 @@ class ReplayResult:
 
 def replay(finding: Finding, host: str, port: int, timeout: float = 2.0) -> ReplayResult:
     frame = finding.request()
-    header = 4 + (len(frame) >= 12 and _header_size(frame))
+    header = 4 + header_size(frame)
     like = Sent(
         finding.api_key, finding.api_version, _cid(frame), frame, frame[header:],
         finding.mutation, finding.detail, finding.frame_level,
@@ -52,23 +52,3 @@ def replay(finding: Finding, host: str, port: int, timeout: float = 2.0) -> Repl
 
 def _cid(frame: bytes) -> int:
     return int.from_bytes(frame[8:12], "big", signed=True) if len(frame) >= 12 else 0
-
-
-def _header_size(frame: bytes) -> int:
-    """The request header's size in ``frame`` (api key, version, correlation id, client id, tags)."""
-    from kcodec.errors import KcodecError
-    from kcodec.registry import api
-
-    key = int.from_bytes(frame[4:6], "big", signed=True)
-    version = int.from_bytes(frame[6:8], "big", signed=True)
-    try:
-        hv = api(key).request_header_version(version)
-    except KcodecError:
-        hv = 1
-    size = 8
-    if hv >= 1 and len(frame) >= 14:
-        n = int.from_bytes(frame[12:14], "big", signed=True)
-        size += 2 + max(n, 0)
-    if hv >= 2:
-        size += 1
-    return size

@@ -22,6 +22,7 @@ __all__ = [
     "api_versions_probe",
     "frame",
     "header_bytes",
+    "header_size",
     "is_loopback",
 ]
 
@@ -53,6 +54,27 @@ def request_frame(api_key: int, api_version: int, correlation_id: int, body: byt
     """A well-formed frame: the header version Kafka's rules give for that api key and version."""
     hv = api(api_key).request_header_version(api_version)
     return frame(header_bytes(api_key, api_version, correlation_id, hv), body)
+
+
+def header_size(frame: bytes) -> int:
+    """The request header's size in ``frame`` (after the size prefix), read from its api key and
+    version by Kafka's header-version rules (header v1 for api keys kcodec does not know)."""
+    from kcodec.errors import KcodecError
+
+    if len(frame) < 12:
+        return max(len(frame) - 4, 0)
+    key, version = struct.unpack_from(">hh", frame, 4)
+    try:
+        hv = api(key).request_header_version(version)
+    except KcodecError:
+        hv = 1
+    size = 8
+    if hv >= 1 and len(frame) >= 14:
+        (n,) = struct.unpack_from(">h", frame, 12)
+        size += 2 + max(n, 0)
+    if hv >= 2:
+        size += 1
+    return min(size, len(frame) - 4)
 
 
 def is_loopback(host: str) -> bool:
