@@ -5,6 +5,7 @@ byte for byte (kcodec.fuzz.selfcheck); everything else must be a KcodecError."""
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -18,7 +19,9 @@ from kcodec.fuzz.layout import layout
 from kcodec.fuzz.mutate import Mutator, mutate_frame
 from kcodec.records import NewRecord, build_batch
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+# tools/selffuzz.py --mode hypothesis runs these with many more examples (KCODEC_SELFFUZZ_EXAMPLES)
+EXAMPLES = int(os.environ.get("KCODEC_SELFFUZZ_EXAMPLES", "150"))
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 SAMPLE = (Path(__file__).resolve().parent.parent / "samples" / "sample.pcap").read_bytes()
 
 
@@ -55,7 +58,7 @@ def test_mutated_frames(data: st.DataObject, rng: random.Random) -> None:
     selfcheck.check_response_frame(rframe[:cut] + rng.randbytes(rng.randint(0, 3)), info.key, version)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     st.sampled_from(["none", "gzip", "snappy", "lz4", "zstd"]),
     st.sampled_from([0, 1, 2]),
@@ -78,7 +81,7 @@ def test_mutated_record_batches(codec: str, magic: int, rng: random.Random) -> N
     selfcheck.check_records(data[: rng.randrange(len(data))])
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=max(EXAMPLES // 4, 10), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.randoms(use_true_random=False))
 def test_mutated_capture(rng: random.Random) -> None:
     buf = bytearray(SAMPLE)

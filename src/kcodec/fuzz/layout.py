@@ -48,10 +48,12 @@ class Span:
     ``kind``: a field type for fixed-width values (``int32``, ``bool``, ``uuid`` ...), a length or
     count (``LENGTH_KINDS``), ``struct_marker`` (the int8 before a nullable struct), value bytes
     (``string_data``, ``bytes_data``, ``records_data``) or a tagged-field section item (``tag_count``,
-    ``tag``, ``tag_size``, ``tag_data`` for an unknown tag's bytes). ``value``: the integer it holds
-    (-1 for null lengths, counts and markers), ``None`` for data. ``compact``: written as an unsigned
-    varint (compact lengths hold length + 1; tag items hold themselves). ``path``: the field, e.g.
-    ``topics[0].partitions[2].partition_index`` (tag items: the struct's path + ``._tagged``).
+    ``tag`` (``known_tag`` for a tag the struct defines), ``tag_size``, ``tag_data`` for an unknown
+    tag's bytes, ``tag_slack`` for bytes a known tag's size declares beyond its value). ``value``: the
+    integer it holds (-1 for null lengths, counts and markers), ``None`` for data. ``compact``: written
+    as an unsigned varint (compact lengths hold length + 1; tag items hold themselves). ``path``: the
+    field, e.g. ``topics[0].partitions[2].partition_index`` (tag items: the struct's path +
+    ``._tagged``).
     """
 
     offset: int
@@ -180,6 +182,9 @@ class _Walker:
             start = self.pos
             self._need(size, where)
             f = known.get(tag)
+            if f is not None:  # a tag this struct defines: its span says so
+                s = self.spans[-2]
+                self.spans[-2] = Span(s.offset, s.size, "known_tag", where, s.value, True)
             if f is None:
                 self._data("tag_data", size, where)
                 continue
@@ -189,7 +194,7 @@ class _Walker:
             finally:
                 self.end = outer
             if self.pos < start + size:  # a known tagged value shorter than its size: the rest is slack
-                self.spans.append(Span(self.pos, start + size - self.pos, "tag_data", where))
+                self.spans.append(Span(self.pos, start + size - self.pos, "tag_slack", where))
             self.pos = start + size
 
 

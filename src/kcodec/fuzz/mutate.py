@@ -265,7 +265,7 @@ def _tag_fields(spans: list[Span], count_index: int) -> list[tuple[int, int]]:
     count = spans[count_index].value or 0
     j = count_index + 1
     for _ in range(count):
-        if j + 1 >= len(spans) or spans[j].kind != "tag":
+        if j + 1 >= len(spans) or spans[j].kind not in ("tag", "known_tag"):
             break
         start = spans[j].offset
         size = spans[j + 1].value or 0
