@@ -34,10 +34,14 @@ CRASHES = ("broker_died", "broker_unresponsive")
 
 
 def crashes_alone(
-    start: Callable[[], AbstractContextManager[Target]], frame: bytes, f: Finding
+    start: Callable[[], AbstractContextManager[Target]],
+    frame: bytes,
+    f: Finding,
+    history: list[str] | None = None,
 ) -> tuple[bool, str, str]:
-    """Whether ``frame`` alone takes a fresh broker down; its exit status and log tail."""
-    probe = Finding(**{**f.to_json(), "request_hex": frame.hex()})
+    """Whether ``frame`` (after ``history``, if given) takes a fresh broker down; its exit status and
+    log tail."""
+    probe = Finding(**{**f.to_json(), "request_hex": frame.hex(), "history_hex": history or []})
     with start() as target:
         result = replay(probe, target.host, target.port, timeout=1.0)
         time.sleep(0.2)
@@ -45,25 +49,44 @@ def crashes_alone(
 
 
 def confirm_crashes(name: str, store: FindingStore, max_tries: int) -> None:
+    """Find each crash's culprit against fresh brokers: the request alone, else one of the requests
+    sent just before it, else the whole sequence; then minimize a culprit that crashes alone."""
     start = TARGETS[name]
     for f in list(store.findings.values()):
         if f.kind not in CRASHES:
             continue
         frame = f.request()
         down, status, log = crashes_alone(start, frame, f)
-        f.reproduced = down
+        if not down:
+            for earlier in reversed(f.history_hex):
+                down, status, log = crashes_alone(start, bytes.fromhex(earlier), f)
+                if down:
+                    f.summary += f" (the culprit is a request sent {len(f.history_hex)} or fewer before it)"
+                    f.original_request_hex, f.request_hex = f.request_hex, earlier
+                    frame = bytes.fromhex(earlier)
+                    f.api_key = int.from_bytes(frame[4:6], "big", signed=True)
+                    f.api_version = int.from_bytes(frame[6:8], "big", signed=True)
+                    f.history_hex = []
+                    break
         if down:
+            f.reproduced = True
+
             def still_crashes(candidate: bytes, f: Finding = f) -> bool:
                 return crashes_alone(start, candidate, f)[0]
 
-            keep = 4 + header_size(frame)
-            small, _ = minimize(frame, still_crashes, keep=keep, max_tries=max_tries)
+            small, _ = minimize(frame, still_crashes, keep=4 + header_size(frame), max_tries=max_tries)
             if small != frame:
-                f.original_request_hex, f.request_hex, f.minimized = f.request_hex, small.hex(), True
+                f.original_request_hex = f.original_request_hex or f.request_hex
+                f.request_hex, f.minimized = small.hex(), True
                 down, status, log = crashes_alone(start, small, f)
+        else:
+            down, status, log = crashes_alone(start, frame, f, f.history_hex)
+            f.reproduced = down
+            if down:
+                f.summary += f" (reproduced only after the {len(f.history_hex)} requests sent before it)"
         f.target_status, f.target_log = status, log.strip()[-400:]
         store.write(f)
-        print(f"  {f.kind} {f.api_name} v{f.api_version}: reproduced alone: {f.reproduced}; {status}; "
+        print(f"  {f.kind} {f.api_name} v{f.api_version}: reproduced: {f.reproduced}; {status}; "
               f"{len(f.request())} bytes", flush=True)
 
 

@@ -4,7 +4,10 @@ A file holds at least ``kind``, ``severity``, ``api_name``, ``api_key``, ``api_v
 ``summary`` (one sentence), ``request_hex`` (the whole frame as sent, size prefix included; the
 minimized one when minimizing worked), ``response_hex`` (if any), ``seed``, ``iteration``,
 ``negotiated`` (api name -> version) and ``target``; also ``mutation``, ``detail``, ``count`` (how
-often the kind was seen for that API in the run), ``original_request_hex`` and ``minimized``.
+often the kind was seen for that API in the run), ``original_request_hex`` and ``minimized``. A
+crash (``broker_died``, ``broker_unresponsive``) also keeps ``history_hex``: the requests sent just
+before it, since the request after which a broker was found gone is not always the one that killed
+it (``tools/fuzz_brokers.py`` narrows that down against fresh brokers).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ class Finding:
     original_request_hex: str | None = None
     frame_level: bool = False  # the frame itself lies (size prefix, header): no reply is owed
     reproduced: bool | None = None  # seen again alone on a fresh connection (None: not tried)
+    history_hex: list[str] = field(default_factory=list)  # crashes: the requests sent just before
     target_status: str = ""  # what became of the broker process, when the caller knows (crashes)
     target_log: str = ""  # the end of its log then
     time: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from kcodec.fuzz.findings import Finding
 from kcodec.fuzz.oracle import Sent, Verdict
 from kcodec.fuzz.session import replay_frame
-from kcodec.fuzz.wire import Reply, alive, header_size
+from kcodec.fuzz.wire import RawConnection, Reply, alive, header_size
 
 __all__ = ["ReplayResult", "replay"]
 
@@ -38,7 +38,14 @@ class ReplayResult:
         ])
 
 
-def replay(finding: Finding, host: str, port: int, timeout: float = 2.0) -> ReplayResult:
+def replay(
+    finding: Finding, host: str, port: int, timeout: float = 2.0, *, history: bool = True
+) -> ReplayResult:
+    """Send the finding's request (after its ``history_hex``, each on a fresh connection, if
+    ``history``) and judge what happens, then ask the liveness probe."""
+    if history:
+        for earlier in finding.history_hex:
+            _send_alone(host, port, bytes.fromhex(earlier), min(timeout, 0.5))
     frame = finding.request()
     header = 4 + header_size(frame)
     like = Sent(
@@ -48,6 +55,18 @@ def replay(finding: Finding, host: str, port: int, timeout: float = 2.0) -> Repl
     verdict, reply = replay_frame(host, port, frame, timeout, like)
     ok, why = alive(host, port, timeout)
     return ReplayResult(finding, verdict, reply, ok, why)
+
+
+def _send_alone(host: str, port: int, frame: bytes, timeout: float) -> None:
+    conn = RawConnection(host, port, timeout)
+    try:
+        conn.connect()
+        if conn.send(frame) is None:
+            conn.read_reply(timeout)
+    except OSError:
+        pass
+    finally:
+        conn.close()
 
 
 def _cid(frame: bytes) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +29,10 @@ from kcodec.fuzz.wire import RawConnection, Reply, alive, is_loopback, request_f
 from kcodec.negotiation import handshake, negotiate
 from kcodec.registry import api, apis
 
-__all__ = ["FuzzConfig", "FuzzError", "FuzzStats", "Session", "replay_frame"]
+__all__ = ["HISTORY", "FuzzConfig", "FuzzError", "FuzzStats", "Session", "replay_frame"]
+
+#: requests kept for a crash finding: the broker may die of an earlier one than the last
+HISTORY = 16
 
 
 class FuzzError(KcodecError):
@@ -118,6 +121,7 @@ class Session:
         self._next_send = 0.0
         self._last_progress = 0.0
         self._iteration = 0
+        self._recent: deque[Sent] = deque(maxlen=HISTORY)
 
     # -- setup -------------------------------------------------------------------------------------
 
@@ -258,6 +262,7 @@ class Session:
         for sent in batch:
             self._pace()
             outcome = conn.send(sent.frame)
+            self._recent.append(sent)
             self.stats.sent += 1
             self.stats.per_api[sent.api_name] += 1
             self.stats.mutations[sent.mutation or "valid"] += 1
@@ -300,12 +305,21 @@ class Session:
             f"(liveness probe failed 4 times, {why}: {detail}) after "
             f"{'a valid request' if last.valid else last.mutation} {last.api_name} v{last.api_version}",
         )
-        self._found(last, Reply("closed"), verdict, confirm=False)
+        history = [s.frame.hex() for s in self._recent if s is not last]
+        self._found(last, Reply("closed"), verdict, confirm=False, history=history)
         return False
 
     # -- findings ----------------------------------------------------------------------------------
 
-    def _found(self, sent: Sent, reply: Reply, verdict: Verdict, *, confirm: bool = True) -> None:
+    def _found(
+        self,
+        sent: Sent,
+        reply: Reply,
+        verdict: Verdict,
+        *,
+        confirm: bool = True,
+        history: list[str] | None = None,
+    ) -> None:
         assert verdict.kind is not None
         finding = Finding(
             kind=verdict.kind,
@@ -323,6 +337,7 @@ class Session:
             mutation=sent.mutation,
             detail=sent.detail,
             frame_level=sent.frame_level,
+            history_hex=history or [],
         )
         if self.store.known(finding.key):
             self.store.add(finding)
