@@ -5,6 +5,7 @@ The long run is the same script with -max_total_time."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -19,15 +20,16 @@ HARNESS = ROOT / "tools" / "fuzz_atheris.py"
 def test_atheris_short_run(tmp_path: Path) -> None:
     pytest.importorskip("atheris", reason="atheris (coverage-guided fuzzing) has no wheel for this Python")
     corpus = tmp_path / "corpus"
+    env = {**os.environ, "KCODEC_ATHERIS_SCOPE": "sample"}
     seeded = subprocess.run(
         [sys.executable, str(HARNESS), "--write-seeds", str(corpus)],
-        capture_output=True, text=True, timeout=300, check=True,
+        capture_output=True, text=True, timeout=300, check=True, env=env,
     )
     assert int(seeded.stdout.split()[0]) > 300
     run = subprocess.run(
         [sys.executable, str(HARNESS), "-runs=6000", "-seed=12", "-rss_limit_mb=2048", "-timeout=20",
          f"-artifact_prefix={tmp_path}/", str(corpus)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True, text=True, timeout=600, env=env,
     )
     tail = run.stderr[-3000:]
     assert run.returncode == 0, tail
