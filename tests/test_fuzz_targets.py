@@ -69,40 +69,18 @@ def test_a_mutating_session(which: str, request: pytest.FixtureRequest, tmp_path
         assert raw["request_hex"] and raw["summary"] and raw["kind"]
 
 
-def _crash(corpus_why: str) -> bytes:
-    cases = json.loads((CORPUS / "broker_findings.json").read_text())["cases"]
-    return bytes.fromhex(next(c["hex"] for c in cases if corpus_why in c["why"]))
+CRASHES = sorted((CORPUS / "findings").glob("*.json"))
 
 
-def test_librdkafka_mock_crash_replays(mock: Target, tmp_path: Path) -> None:
-    """JoinGroup v3 whose protocols count is -1: the mock aborts (rd_malloc assertion)."""
-    frame = bytes.fromhex(
-        "00000034000b0003000000e6000b6b636f6465632d66757a7a00012f00000061000000490004f0b1a6b40008f39b9e9bf3"
-        "99b3bbffffffff"
-    )
-    path = tmp_path / "crash.json"
-    path.write_text(json.dumps({
-        "kind": "broker_died", "severity": "critical", "api_name": "JoinGroup", "api_key": 11,
-        "api_version": 3, "summary": "protocols count -1", "request_hex": frame.hex(), "response_hex": None,
-        "seed": 1, "iteration": 0, "negotiated": {}, "target": f"{mock.host}:{mock.port}",
-    }))
-    result = replay(load_finding(path), mock.host, mock.port, timeout=1.0)
-    assert result.reproduced and not result.alive
-    mock.proc.wait(5)
-    assert mock.exit_status() == "killed by signal 6" and "rd_malloc" in mock.log_tail()
-
-
-def test_tansu_crash_replays(tansu: Target, tmp_path: Path) -> None:
-    """A request that makes tansu allocate what its lengths claim: the process aborts."""
-    frame = _crash("memory allocation of")
-    path = tmp_path / "crash.json"
-    key = int.from_bytes(frame[4:6], "big")
-    path.write_text(json.dumps({
-        "kind": "broker_died", "severity": "critical", "api_name": "?", "api_key": key,
-        "api_version": int.from_bytes(frame[6:8], "big"), "summary": "allocation", "request_hex": frame.hex(),
-        "response_hex": None, "seed": 1, "iteration": 0, "negotiated": {}, "target": f"{tansu.host}:{tansu.port}",
-    }))
-    result = replay(load_finding(path), tansu.host, tansu.port, timeout=1.0)
-    assert result.reproduced and not result.alive
-    tansu.proc.wait(5)
-    assert "memory allocation of" in tansu.log_tail()
+@pytest.mark.parametrize("path", CRASHES, ids=[p.stem for p in CRASHES])
+def test_crash_findings_replay_against_a_fresh_broker(path: Path) -> None:
+    """Crashes found by fuzzing (minimized against fresh brokers by tools/fuzz_brokers.py): the finding
+    file replays (kcodec fuzz replay's code path) and the process dies the way it was recorded."""
+    finding = load_finding(path)
+    start = rdkafka_mock_process if path.name.startswith("librdkafka-mock") else tansu_process
+    for target in _target(start):
+        result = replay(finding, target.host, target.port, timeout=1.0)
+        assert result.reproduced and not result.alive
+        target.proc.wait(5)
+        assert target.exit_status() == finding.target_status
+        assert finding.target_log in target.log_tail()

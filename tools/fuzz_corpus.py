@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+MAX_CASE_BYTES = 8192  # larger findings stay in their finding files
 sys.path.insert(0, str(ROOT / "tools"))
 
 from kcodec.fuzz.findings import load_finding  # noqa: E402
@@ -78,12 +79,17 @@ def main(argv: list[str]) -> int:
         cases = []
         for name in argv[2:]:
             f = load_finding(name)
+            if len(f.request_hex) > 2 * MAX_CASE_BYTES:
+                continue
             cases.append({
                 "check": "request_frame",
                 "hex": f.request_hex,
                 "why": _why(f),
             })
-        about = "Request frames that hurt a broker under fuzzing (kcodec must refuse them or round-trip them)"
+        about = (
+            "Request frames (at most 8 KiB) that hurt a broker under fuzzing: kcodec must refuse them or "
+            "round-trip them"
+        )
         print(f"{add(target, cases, about)} cases added to {target}")
         return 0
     from fuzz_atheris import CHECKS, PAIRS  # the input layout of the atheris harness

@@ -112,7 +112,7 @@ def run_command(
         allow_remote=allow_remote,
     )
     try:
-        with _progress(duration) as progress:
+        with _Progress(duration) as progress:
             session = Session(config, progress)
             session.negotiate()
             stats = session.run()
@@ -128,7 +128,7 @@ def run_command(
         raise SystemExit(130)
 
 
-class _progress:
+class _Progress:
     """A rich progress line on stderr while a session runs (only when stderr is a terminal)."""
 
     def __init__(self, duration: float) -> None:

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from kcodec import sentinels
 from kcodec.codec import encode, message_class, message_info
@@ -176,16 +175,3 @@ class Generator:
             for _ in range(rng.randint(1, 3))
         ]
         return build_batch(records, compression=rng.choice(_BATCH_CODECS))
-
-
-def sample_messages(rng: random.Random, name: str, version: int, count: int) -> list[Message]:
-    """``count`` generated (some edged) ``name`` messages at ``version``."""
-    gen = Generator(rng)
-    out = []
-    for _ in range(count):
-        msg = gen.message(name, version)
-        out.append(gen.edged(msg, name, version) if rng.random() < 0.5 else msg)
-    return out
-
-
-_ = st  # hypothesis strategies are imported for their registration side effects only
