@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kcodec.client import Connection
 from kcodec.client_errors import ClientError
-from kcodec.codec import encode
+from kcodec.codec import decode, encode
 from kcodec.errors import KcodecError
 from kcodec.fuzz.findings import Finding, FindingStore, minimize
 from kcodec.fuzz.generate import Generator
@@ -360,11 +360,26 @@ class Session:
         if not (finding.reproduced and c.minimize) or slow or sent.frame_level:
             return
         header = len(sent.frame) - len(sent.body)  # size prefix + header stay; the body shrinks
-        small, _ = minimize(sent.frame, lambda f: kind_of(f) == finding.kind, keep=header)
+        name = api(sent.api_key).request
+
+        def still(frame: bytes) -> bool:
+            if sent.valid and not _decodes(name, sent.api_version, frame[header:]):
+                return False  # a finding about a valid request stays about a valid request
+            return kind_of(frame) == finding.kind
+
+        small, _ = minimize(sent.frame, still, keep=header)
         if small != sent.frame:
             finding.original_request_hex = finding.request_hex
             finding.request_hex = small.hex()
             finding.minimized = True
+
+
+def _decodes(name: str, version: int, body: bytes) -> bool:
+    try:
+        decode(name, version, body)
+    except KcodecError:
+        return False
+    return True
 
 
 def replay_frame(
