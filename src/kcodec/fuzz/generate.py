@@ -46,7 +46,7 @@ EDGE_INTS: tuple[int, ...] = tuple(
     )
 )
 _STRINGS: tuple[str, ...] = ("", "\x00", "é" * 40, "\U0001f600" * 20, "a" * MAX_STRING_BYTES, "..", "/")
-_WAIT_MAX_MS = 100
+_WAIT_MAX_MS = 5
 _BATCH_CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
@@ -148,7 +148,7 @@ class Generator:
             items = list(value or [])
             if not items or rng.random() < 0.4:
                 return []
-            return items * rng.choice([50, 500, 3000])  # the same element many times: a large count
+            return items * rng.choice([50, 300, 1000])  # the same element many times: a large count
         kind = f.type
         if kind in INT_BOUNDS:
             lo, hi = INT_BOUNDS[kind]

@@ -141,10 +141,10 @@ def judge(sent: Sent, reply: Reply, timeout: float) -> Verdict:
                 f"the broker {reply.outcome} the connection on {how} {what}",
                 True,
             )
-        return Verdict(None, suspicious=True)
+        return Verdict(None)  # a malformed request: closing is what Kafka does
     if reply.outcome == "timeout":
         if _no_reply_owed(sent) or declared_wait_ms(sent) >= timeout * 1000:
-            return Verdict(None)
+            return Verdict(None, suspicious=not sent.frame_level)
         if sent.valid:
             return Verdict("no_response", f"no response within {timeout:g} s to {how} {what}", True)
         return Verdict(
