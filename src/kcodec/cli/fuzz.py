@@ -124,6 +124,10 @@ def run_command(
         click.echo(json.dumps(report_json(config.target, seed, stats, findings), indent=2))
     else:
         click.echo(render_report(config.target, seed, stats, findings))
+        again = session.store.seen_again
+        if again:
+            kinds = ", ".join(f"{kind} {name}" for kind, name in sorted(again))
+            click.echo(f"seen again, already in {out}: {kinds}")
     if stats.stopped_by == "interrupted":
         raise SystemExit(130)
 

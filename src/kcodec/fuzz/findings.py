@@ -92,6 +92,7 @@ class FindingStore:
         self.out = out
         self.findings: dict[tuple[str, str], Finding] = {}
         self.earlier: dict[tuple[str, str], Finding] = {}  # found by earlier runs into the same folder
+        self.seen_again: set[tuple[str, str]] = set()  # earlier findings this run met again
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
             for path in sorted(out.glob("*.json")):
@@ -107,6 +108,8 @@ class FindingStore:
     def add(self, finding: Finding) -> bool:
         """Record ``finding``; ``False`` when its (kind, API) was already seen (counted only)."""
         seen = self.findings.get(finding.key) or self.earlier.get(finding.key)
+        if finding.key in self.earlier:
+            self.seen_again.add(finding.key)
         if seen is not None:
             seen.count += 1
             self.write(seen)
