@@ -12,6 +12,7 @@ from codegen.merge import MergedMessage, merge_message
 from codegen.registry import render_index
 from codegen.render import environment, module_name, render_message
 from codegen.render_construct import render_construct, render_construct_index
+from codegen.render_typing import TYPING_MODULE, render_typing
 from codegen.spec.loader import load_sets, load_specs
 from codegen.spec.messages import MessageSpec
 
@@ -46,6 +47,7 @@ def generate_package(schemas_dir: Path, out_dir: Path) -> None:
         wanted[f"{module_name(merged.name)}.py"] = render_message(env, merged, files)
         constructs[f"{module_name(merged.name)}.py"] = render_construct(env, merged, files)
     wanted["__init__.py"] = render_index(env, messages, sorted(source_dirs.values()), _sets_json(schemas_dir))
+    wanted[f"{TYPING_MODULE}.py"] = render_typing(env, messages, sorted(source_dirs.values()))
     constructs["__init__.py"] = render_construct_index(env, sorted(source_dirs.values()))
     _write(out_dir, wanted)
     _write(out_dir / CONSTRUCT_PACKAGE, constructs)

@@ -8,9 +8,19 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from kcodec.errors import DecodeError, EncodeError, NullValueError, UnsupportedVersionError
+from kcodec.errors import DecodeError, EncodeError, NullValueError, UnsupportedVersionError, WrongTypeError
 
 Buffer = bytes | bytearray | memoryview
+
+
+def byte_view(data: object) -> memoryview:
+    """A flat memoryview of unsigned bytes over ``data`` (bytes, bytearray or memoryview), or
+    ``WrongTypeError`` for anything else."""
+    if isinstance(data, memoryview):
+        return data.cast("B") if data.format != "B" or data.ndim != 1 else data
+    if isinstance(data, bytes | bytearray):
+        return memoryview(data)
+    raise WrongTypeError(f"expected bytes, bytearray or memoryview, not {type(data).__name__}")
 
 # bytes/records values at least this long are not copied into a ChunkedOut (see below).
 CHUNK_BYTES = 8192

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcodec import __version__
-from kcodec.client import AsyncConnection, Connection
+from kcodec.client import AsyncConnection, Connection, ConnectionSettings
 from kcodec.client_errors import (
     ClientError,
     FieldUnavailableError,
@@ -38,6 +38,7 @@ from kcodec.client_errors import (
     ProtocolError,
 )
 from kcodec.codec import message_class, message_info
+from kcodec.error_codes import error_name
 from kcodec.errors import KcodecError, UnknownMessageError
 from kcodec.frames import decode_response
 from kcodec.model import Message
@@ -629,6 +630,7 @@ def versions_report(
     *,
     timeout: float = 5.0,
     client_profile: ClientProfile | None = None,
+    settings: ConnectionSettings | None = None,
 ) -> dict[str, Any]:
     """The version report of one broker (``"host:port"`` or ``(host, port)``: runs the handshake) or of
     captured ApiVersionsResponse bytes. JSON-serialisable::
@@ -643,7 +645,8 @@ def versions_report(
     advertises are listed. ``kcodec_min``/``kcodec_max`` are the client side's range: kcodec's codecs,
     or ``client_profile`` (see :func:`kcodec_profile`) when given, whose differences from kcodec's
     ranges are listed under ``client_profile``. Never raises for an unreachable or misbehaving broker:
-    see ``handshake``.
+    see ``handshake``. ``settings`` (TLS, SASL, its own timeout) say how to connect; without them,
+    a plaintext connection with ``timeout``.
     """
     from kcodec.fingerprint import fingerprint
 
@@ -655,7 +658,7 @@ def versions_report(
 
         host, port = parse_host_port(target) if isinstance(target, str) else target
         source = f"{host}:{port}"
-        conn = Connection(host, port, timeout=timeout)
+        conn = (settings or ConnectionSettings(timeout=timeout)).connection(host, port)
         try:
             result = handshake(conn)
         finally:
@@ -673,7 +676,7 @@ def versions_report(
             "kcodec_min": c.client[0] if c.client is not None else None,
             "kcodec_max": c.client[1] if c.client is not None else None,
             "negotiated": c.version,
-            "reason": c.reason,
+            "reason": _with_gap(key, broker[key], c.reason),
             "key_fields": key_fields(key, c.version) if c.version is not None else [],
         })
     return {
@@ -687,12 +690,28 @@ def versions_report(
     }
 
 
+def _with_gap(api_key: int, broker: tuple[int, int], reason: str | None) -> str | None:
+    """``reason``, plus the broker's versions kcodec has no spec for (see ``kcodec.coverage``)."""
+    from kcodec.coverage import version_gaps
+
+    gap = version_gaps().get(api_key)
+    if reason is None or gap is None:
+        return reason
+    lacking = [v for v in gap.missing if broker[0] <= v <= broker[1]]
+    if not lacking:
+        return reason
+    shown = ", ".join(f"v{v}" for v in lacking)
+    return f"{reason} (kcodec has no spec for {shown}: see kcodec apis)"
+
+
 def render_versions_report(report: Mapping[str, Any]) -> str:
     """A plain-text rendering of :func:`versions_report`'s result."""
     lines = [f"ApiVersions of {report['source']}"]
     hs = report["handshake"]
     for a in hs["attempts"]:
-        code = "" if a["error_code"] is None else f" error_code={a['error_code']}"
+        code = ""
+        if a["error_code"] is not None:
+            code = f" error_code={a['error_code']} ({error_name(a['error_code'])})"
         layout = "" if a["decoded_as"] is None else f" read as v{a['decoded_as']}"
         quirk = "" if a.get("quirk") is None else f" [{a['quirk']}]"
         line = f"  handshake: sent v{a['version']}: {a['outcome']}{code}{layout}{quirk} {a['detail']}"
