@@ -21,12 +21,20 @@ DEFAULT_MAX_FRAME = 100 * 1024 * 1024
 
 
 def _listen_address(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` for ``--listen``, where port 0 means any free port."""
+    """``HOST:PORT`` for ``--listen``, where port 0 means any free port; not a wildcard address."""
     head, sep, port = text.strip().rpartition(":")
     if sep and port == "0":
         host, _ = broker_address(f"{head}:1", "--listen")
-        return host, 0
-    return broker_address(text, "--listen")
+        address = (host, 0)
+    else:
+        address = broker_address(text, "--listen")
+    if address[0] in ("0.0.0.0", "::", "*", ""):
+        raise click.BadParameter(
+            f"{text!r}: give the address clients reach the proxy on, not a wildcard (the per-broker "
+            "listeners are opened on it and advertised to clients with it)",
+            param_hint="--listen",
+        )
+    return address
 
 
 def _fail(message: str) -> None:
@@ -164,7 +172,8 @@ def proxy_command(
     finally:
         if pcap is not None:
             pcap.close()
-        view.end()
+        if view.started:
+            view.end()
         if jsonout is not None and not json_to_stdout:
             jsonout.close()
     sys.exit(code)

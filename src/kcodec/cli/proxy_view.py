@@ -50,6 +50,11 @@ class ProxyView:
         self.notices = 0
 
     @property
+    def started(self) -> bool:
+        """The proxy is listening (its first notice came)."""
+        return not self._first
+
+    @property
     def table(self) -> TableWriter | None:
         return self.output.table
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import os
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,7 +92,8 @@ class Proxy:
         self._on_event = on_event
         self._pcap = pcap
         self._next_number = 1
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()  # one per session
+        self._handlers: set[asyncio.Task[Any]] = set()  # asyncio's, one per accepted connection
         self._book: AddressBook | None = None
         self.address: Endpoint | None = None
 
@@ -107,8 +109,9 @@ class Proxy:
         try:
             self.address = await self._book.open(self.config.upstream, self.config.listen[1])
         except OSError as e:
+            reason = os.strerror(e.errno) if e.errno else str(e)
             raise ProxySetupError(
-                f"cannot listen on {endpoint(host, self.config.listen[1])}: {e.strerror or e}"
+                f"cannot listen on {endpoint(host, self.config.listen[1])}: {reason}"
             ) from None
         self._emit(
             ProxyNotice(
@@ -128,6 +131,7 @@ class Proxy:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*self._handlers, return_exceptions=True)  # they end with their sessions
         if self._book is not None:
             with contextlib.suppress(OSError):
                 await self._book.wait_closed()
@@ -176,19 +180,29 @@ class Proxy:
             writer.transport.abort()
             tap.closed("server", reset=True)
             return
-        self.stats.open += 1
         # The session runs in a task of its own, which stop() cancels; this handler task (asyncio's, for
-        # the accepted connection) only waits for it, so that it never ends cancelled itself.
-        task = asyncio.create_task(session.run())
+        # the accepted connection) only waits for it and never ends cancelled itself (asyncio would
+        # report that as an error).
+        handler = asyncio.current_task()
+        task = asyncio.create_task(self._run(session))
         self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        if handler is not None:
+            self._handlers.add(handler)
         try:
             await asyncio.shield(task)
         except asyncio.CancelledError:
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        finally:
+            if handler is not None:
+                self._handlers.discard(handler)
+
+    async def _run(self, session: Session) -> None:
+        self.stats.open += 1
+        try:
+            await session.run()
         finally:
             self.stats.open -= 1
-            self._tasks.discard(task)
             self.stats.request_bytes += session.sent["request"]
             self.stats.response_bytes += session.sent["response"]
             self.stats.rewritten += session.rewritten
