@@ -53,6 +53,15 @@ def _proxy(*args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
         proc.wait(10)
 
 
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        assert chunk, f"EOF after {len(out)} of {n} bytes"
+        out += chunk
+    return bytes(out)
+
+
 def _exchange(address: str, versions: tuple[int, ...] = (3, 0)) -> None:
     host, port = address.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=10) as sock:
@@ -60,8 +69,8 @@ def _exchange(address: str, versions: tuple[int, ...] = (3, 0)) -> None:
         for cid, version in enumerate(versions, 1):
             req = cls(client_software_name="cli-test", client_software_version="1")
             sock.sendall(kcodec.encode_request(req, version, correlation_id=cid))
-            size = int.from_bytes(sock.recv(4, socket.MSG_WAITALL), "big")
-            assert len(sock.recv(size, socket.MSG_WAITALL)) == size
+            size = int.from_bytes(_recv_exactly(sock, 4), "big")
+            _recv_exactly(sock, size)
 
 
 def _lines_until(proc: subprocess.Popen[str], text: str) -> list[str]:

@@ -63,7 +63,13 @@ def _fail(message: str) -> None:
     help="Write JSON lines: decoded frames and issues as decode-capture --json, and the proxy's notices "
     '("type": "proxy"). "-": to standard output, instead of the table.',
 )
-@click.option("-q", "--quiet", is_flag=True, help="No table on standard output (only its first line).")
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="No table on standard output (only its first line); without --json or --summary nothing is "
+    "decoded: the proxy only forwards, rewrites and records --pcap.",
+)
 @click.option("--summary", is_flag=True, help="No rows: totals per API, errors, latencies, clients at exit.")
 @click.option("--api", "apis", multiple=True, metavar="NAME[,NAME]", help="Only show these APIs.")
 @click.option("--topic", "topics", multiple=True, metavar="NAME", help="Only show frames about this topic.")
@@ -166,7 +172,8 @@ def proxy_command(
         max_frame_size=max_frame_size,
         rewrite=not no_rewrite,
     )
-    config = ProxyConfig(listen_at, upstream_at, limits=limits, strict=strict)
+    decode = not (quiet and json_path is None and not summary)
+    config = ProxyConfig(listen_at, upstream_at, limits=limits, decode=decode, strict=strict)
     try:
         code = asyncio.run(_serve(config, view, pcap))
     finally:

@@ -37,9 +37,10 @@ class ProxyConfig:
 
     ``listen``: the first listener (port 0: any free port); its host must be an address clients can
     be sent to, since the per-broker listeners are opened on it and advertised with it.
-    ``decode``: run the live decoder (events go to ``on_event``); ``rewrite``: replace advertised
-    broker addresses. ``max_listeners`` bounds the per-broker listeners, ``max_connections`` the
-    client connections open at a time (more are closed on arrival)."""
+    ``decode``: run the live decoder (its events go to ``on_event``); ``limits``: timeouts, the frame
+    limit, buffer sizes and whether advertised broker addresses are rewritten. ``max_listeners``
+    bounds the per-broker listeners, ``max_connections`` the client connections open at a time (more
+    are closed on arrival)."""
 
     listen: Endpoint
     upstream: Endpoint

@@ -1,14 +1,18 @@
 """One proxied connection: a client of the proxy and the broker its listener leads to (asyncio).
 
 Two pumps run side by side: requests from the client to the broker, responses from the broker to the
-client. Each moves whole frames (size prefix, then that many bytes; a size that is negative or above
-``max_frame_size`` ends the connection), unchanged, except responses that advertise broker addresses,
-which are written again with the proxy's listeners in their place (:mod:`kcodec.proxy.rewrite`). What
-the client sends and is sent goes to the connection's :class:`~kcodec.proxy.tap.Tap` as it passes.
+client. Each follows the frames (size prefix, then that many bytes; a size that is negative or above
+``max_frame_size`` ends the connection) and streams them through unchanged as their bytes arrive,
+except responses that may advertise broker addresses (:func:`kcodec.proxy.rewrite.rewrites`: the
+response to a Metadata, FindCoordinator or DescribeCluster request, or to a Produce/Fetch/ShareFetch/
+ShareAcknowledge request at a version with leader hints): those are read whole, written again with the
+proxy's listeners in place of the brokers (:mod:`kcodec.proxy.rewrite`) and sent. What the client
+sends and is sent goes to the connection's :class:`~kcodec.proxy.tap.Tap` as it passes.
 
-Memory is bounded: a pump holds one frame at a time, and after writing it waits until the socket's
-write buffer is below its high-water mark (``write_buffer``) before reading more, so a side that reads
-slowly slows the other down (TCP backpressure) instead of making the proxy buffer. A side that reads
+Memory is bounded: a pump holds at most one chunk (``CHUNK``), or one frame that is being rewritten,
+and after writing it waits until the socket's write buffer is below its high-water mark
+(``write_buffer``) before reading more, so a side that reads slowly slows the other down (TCP
+backpressure) instead of making the proxy buffer. A side that reads
 nothing at all for ``stall_timeout`` seconds while a write waits ends the connection. When either side
 closes, resets or misbehaves, what was read from it is delivered to the other side, the other side is
 closed too, and one ``closed`` notice says why.
@@ -23,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from kcodec.capture import Direction
 from kcodec.capture.segments import endpoint
 from kcodec.errors import KcodecError
 from kcodec.proxy.errors import FrameSizeError
@@ -36,6 +41,8 @@ from kcodec.registry import api
 
 __all__ = ["Ending", "Session", "SessionLimits"]
 
+#: Bytes moved at a time when a frame is streamed through (the reader hands over what it has, up to this).
+CHUNK = 256 * 1024
 EndKind = Literal["eof", "cut", "reset", "stalled", "protocol", "stopped", "unreachable"]
 #: Gives listeners to broker addresses: (address -> listener, addresses newly given one).
 EnsureListeners = Callable[[list[Endpoint]], Awaitable[tuple[dict[Endpoint, Endpoint], list[Endpoint]]]]
@@ -66,12 +73,24 @@ class _Ended(Exception):
         super().__init__(ending.detail)
 
 
-class _Cut(_Ended):
-    """A side closed inside a frame; ``partial`` is what it sent of it."""
+class _Way:
+    """One direction of a session: where frames come from and go to, and how far they got."""
 
-    def __init__(self, ending: Ending, partial: bytes) -> None:
-        super().__init__(ending)
-        self.partial = partial
+    __slots__ = ("direction", "offset", "reader", "sent_of_frame", "sink", "source", "writer")
+
+    def __init__(
+        self,
+        direction: Direction,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        source: Side,
+        sink: Side,
+    ) -> None:
+        self.direction = direction
+        self.reader, self.writer = reader, writer
+        self.source, self.sink = source, sink
+        self.offset = 0  # stream offset of the current frame's size prefix
+        self.sent_of_frame = 0  # bytes of the current frame sent on
 
 
 def _peer_name(side: Side) -> str:
@@ -189,59 +208,95 @@ class Session:
         await asyncio.gather(other, return_exceptions=True)
         return first.result()
 
-    async def _pump(self, direction: Literal["request", "response"]) -> Ending:
+    async def _pump(self, direction: Direction) -> Ending:
         """Move frames one way until that way ends; how it ended."""
         up_reader, up_writer = self._up_reader, self._up_writer
         assert up_reader is not None and up_writer is not None
         if direction == "request":
-            reader, writer, source, sink = self._client_reader, up_writer, "client", "server"
+            way = _Way(direction, self._client_reader, up_writer, "client", "server")
         else:
-            reader, writer, source, sink = up_reader, self._client_writer, "server", "client"
-        offset = 0
+            way = _Way(direction, up_reader, self._client_writer, "server", "client")
         try:
             while True:
-                frame = await self._read_frame(reader, direction, source, offset)  # type: ignore[arg-type]
-                offset += len(frame)
-                if direction == "request":
-                    key = request_key(frame)
-                    if key is not None:
-                        self.inflight.sent(key)
-                else:
-                    frame = await self._maybe_rewrite(frame)
-                self.tap.data(direction, frame)
-                await self._write(writer, frame, sink, direction)  # type: ignore[arg-type]
-        except _Cut as cut:
-            # the bytes of the unfinished frame still go through (and into the tap), then both close
-            self.tap.data(direction, cut.partial)
-            with contextlib.suppress(OSError, RuntimeError):
-                writer.write(cut.partial)
-            return cut.ending
+                await self._frame(way)
         except _Ended as e:
             return e.ending
 
-    async def _read_frame(
-        self, reader: asyncio.StreamReader, direction: Literal["request", "response"], side: Side, offset: int
-    ) -> bytes:
-        peer = _peer_name(side)
-        head = b""
+    async def _frame(self, way: _Way) -> None:
+        """Move one frame: streamed through as it arrives, or, for a response that may advertise
+        brokers, read whole, rewritten and sent."""
+        head = await self._read(way, 4, b"")
+        size = int.from_bytes(head, "big", signed=True)
+        if size < 0 or size > self.limits.max_frame_size:
+            self.tap.data(way.direction, head)
+            what = "negative" if size < 0 else f"above the limit of {self.limits.max_frame_size}"
+            err = FrameSizeError(f"frame size {size} ({what})", way.direction, way.offset)
+            self.notice("protocol", f"the {_peer_name(way.source)} sent {err}; closing both sides")
+            raise _Ended(Ending(way.source, "protocol", str(err)))
+        # the request's header (api key, version, correlation id), or the correlation id a response
+        # carries: enough to know which request a response answers and whether to rewrite it
+        lead = head + await self._read(way, min(size, 8 if way.direction == "request" else 4), head)
+        if way.direction == "request":
+            key = request_key(lead)
+            if key is not None:
+                self.inflight.sent(key)
+        else:
+            cid = response_correlation_id(lead)
+            request = None if cid is None else self.inflight.answered(cid)
+            if request is not None and self.limits.rewrite and rewrites(*request):
+                frame = lead + await self._read(way, 4 + size - len(lead), lead)
+                await self._send(way, await self._rewrite(frame, cid, *request))
+                self._frame_done(way, 4 + size)
+                return
+        left = 4 + size - len(lead)
+        held = lead  # sent with the first chunk of the rest: one write, not two
+        while left:
+            try:
+                chunk = await way.reader.read(min(left, CHUNK))
+            except OSError as e:
+                raise _Ended(_failed(way.source, e)) from None
+            if not chunk:
+                if held:
+                    await self._send(way, held)
+                raise _Ended(self._cut(way, 4 + size - left))
+            left -= len(chunk)
+            await self._send(way, held + chunk if held else chunk)
+            held = b""
+        if held:
+            await self._send(way, held)
+        self._frame_done(way, 4 + size)
+
+    def _frame_done(self, way: _Way, length: int) -> None:
+        way.offset += length
+        way.sent_of_frame = 0
+        self.frames[way.direction] += 1
+
+    async def _read(self, way: _Way, n: int, held: bytes) -> bytes:
+        """Exactly ``n`` bytes from ``way``'s source. If it closes first, what it sent of the frame
+        (``held``: read but not yet sent on, then the bytes that came) still goes through."""
         try:
-            head = await reader.readexactly(4)
-            size = int.from_bytes(head, "big", signed=True)
-            if size < 0 or size > self.limits.max_frame_size:
-                self.tap.data(direction, head)
-                what = "negative" if size < 0 else f"above the limit of {self.limits.max_frame_size}"
-                err = FrameSizeError(f"frame size {size} ({what})", direction, offset)
-                self.notice("protocol", f"the {peer} sent {err}; closing both sides")
-                raise _Ended(Ending(side, "protocol", str(err)))
-            return head + await reader.readexactly(size)
+            return await way.reader.readexactly(n)
         except asyncio.IncompleteReadError as e:
-            partial = head + e.partial
-            if not partial:
-                raise _Ended(Ending(side, "eof", f"closed by the {peer}")) from None
-            detail = f"the {peer} closed inside a frame ({len(partial)} bytes of it sent)"
-            raise _Cut(Ending(side, "cut", detail), partial) from None
+            partial = held + e.partial
+            if not partial and way.sent_of_frame == 0:
+                raise _Ended(Ending(way.source, "eof", f"closed by the {_peer_name(way.source)}")) from None
+            self.tap.data(way.direction, partial)
+            with contextlib.suppress(OSError, RuntimeError):
+                way.writer.write(partial)
+            raise _Ended(self._cut(way, way.sent_of_frame + len(partial))) from None
         except OSError as e:
-            raise _Ended(_failed(side, e)) from None
+            raise _Ended(_failed(way.source, e)) from None
+
+    @staticmethod
+    def _cut(way: _Way, got: int) -> Ending:
+        detail = f"the {_peer_name(way.source)} closed inside a frame ({got} bytes of it sent)"
+        return Ending(way.source, "cut", detail)
+
+    async def _send(self, way: _Way, data: bytes) -> None:
+        """``data`` on to the other side (and into the tap)."""
+        self.tap.data(way.direction, data)
+        await self._write(way.writer, data, way.sink, way.direction)
+        way.sent_of_frame += len(data)
 
     async def _write(
         self, writer: asyncio.StreamWriter, data: bytes, side: Side, direction: Literal["request", "response"]
@@ -272,16 +327,12 @@ class Session:
         except OSError as e:
             raise _Ended(_failed(side, e)) from None
         self.sent[direction] += len(data)
-        self.frames[direction] += 1
 
     # --- address rewriting -----------------------------------------------------------------------------
 
-    async def _maybe_rewrite(self, frame: bytes) -> bytes:
-        cid = response_correlation_id(frame)
-        request = None if cid is None else self.inflight.answered(cid)
-        if request is None or not self.limits.rewrite or not rewrites(*request):
-            return frame
-        api_key, api_version = request
+    async def _rewrite(self, frame: bytes, cid: int | None, api_key: int, api_version: int) -> bytes:
+        """The response frame with the broker addresses it advertises replaced by proxy listeners
+        (opened as needed); as it came if it does not decode or advertises none."""
         what = f"{api(api_key).name} v{api_version} response (correlation id {cid})"
         try:
             parsed = parse_response(frame, api_key, api_version)
