@@ -217,3 +217,42 @@ def test_both_clients_through_the_proxy_to_tansu(tansu: tuple[str, int], tmp_pat
     assert described and _advertised(described[0]) == [run.address]
     assert len(run.notices("rewritten")) >= 3
     _check_recording(run, pcap)
+
+
+def test_kcat_through_the_proxy(mock3: tuple[str, int], tmp_path: Path) -> None:
+    """kcat (Debian's, librdkafka inside): its metadata listing names only proxy listeners; what it
+    produces through the proxy it consumes back through the proxy."""
+    import json
+    import shutil
+    import subprocess
+
+    kcat = shutil.which("kcat")
+    if kcat is None:
+        pytest.skip("kcat is not installed (Debian package kcat)")
+    pcap = tmp_path / "kcat.pcap"
+    lines = [f"line {i}" for i in range(20)]
+    with running_proxy(mock3, pcap=pcap) as run:
+        base = [kcat, "-b", run.bootstrap, "-X", "log_level=0"]
+        listing = subprocess.run([*base, "-L", "-J"], capture_output=True, text=True, timeout=30, check=True)
+        brokers = {
+            (b["name"].rsplit(":", 1)[0], int(b["name"].rsplit(":", 1)[1].split("/")[0]))
+            for b in json.loads(listing.stdout)["brokers"]
+        }
+        assert brokers == {local for _, local in run.proxy.listeners}
+        subprocess.run(
+            [*base, "-P", "-t", "kcat-lines"],
+            input="\n".join(lines) + "\n",
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        consumed = subprocess.run(
+            [*base, "-C", "-t", "kcat-lines", "-o", "beginning", "-e", "-q"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        assert sorted(consumed.stdout.splitlines()) == sorted(lines)
+    _check_stays_on_proxy(run)
+    _check_recording(run, pcap)
