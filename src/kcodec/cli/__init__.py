@@ -19,6 +19,8 @@ from kcodec.cli.common import CONTEXT_SETTINGS
 #: command name -> (module under kcodec.cli, attribute, one-line help shown by ``kcodec --help``)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "apis": ("apis", "apis_command", "List every API: key, versions, flexible versions, spec sets."),
+    "broker": ("broker", "broker_command", "Run a mock Kafka cluster that enforces leader-epoch fencing."),
+    "broker-ctl": ("broker_ctl", "broker_ctl_command", "Control a running mock cluster."),
     "describe": ("describe", "describe_command", "Show the fields of a message at a version."),
     "generate": ("generate", "generate_command", "Generate a codec package from your own spec folder."),
     "decode-capture": ("decode_capture", "decode_capture_command", "Decode the Kafka traffic in a capture."),

@@ -12,7 +12,11 @@ from kcodec.cli.common import console, json_line, ranges, source_ranges, version
 @click.command("apis")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per API (JSON lines).")
 def apis_command(as_json: bool) -> None:
-    """List every API: key, name, versions, flexible versions and the spec set of each version."""
+    """List every API: key, name, versions, flexible versions and the spec set of each version.
+
+    Versions in the "proposals" column come from a proposal spec set (not an Apache Kafka spec, e.g.
+    kcodec's KIP-359 Produce v14); negotiation never picks them unless asked to (--proposals).
+    """
     from kcodec.coverage import gaps_reason, version_gaps
     from kcodec.registry import apis
 
@@ -36,6 +40,7 @@ def apis_command(as_json: bool) -> None:
                     "unstable_versions": list(a.unstable_versions),
                     "listeners": list(a.listeners),
                     "missing_versions": list(gaps[a.key].missing) if a.key in gaps else [],
+                    "proposal_versions": {str(v): kip for v, kip in sorted(a.proposals.items())},
                 }
             )
         for g in gaps.values():
@@ -47,7 +52,7 @@ def apis_command(as_json: bool) -> None:
     table.add_column("key", justify="right", no_wrap=True)
     table.add_column("name", no_wrap=True)
     table.add_column("versions", no_wrap=True)
-    for name in ("flexible", "spec sets", "deprecated", "unstable", "missing"):
+    for name in ("flexible", "spec sets", "deprecated", "unstable", "missing", "proposals"):
         table.add_column(name)
     for a in apis():
         table.add_row(
@@ -59,10 +64,12 @@ def apis_command(as_json: bool) -> None:
             ranges(a.deprecated_versions) or "",
             ranges(a.unstable_versions) or "",
             f"[yellow]{ranges(gaps[a.key].missing)}[/]" if a.key in gaps else "",
+            ", ".join(f"v{v} {kip}" for v, kip in sorted(a.proposals.items())),
         )
     for g in gaps.values():
         if g.api_key not in known:
-            table.add_row(str(g.api_key), g.api_name, "-", "", "", "", "", f"[yellow]{ranges(g.missing)}[/]")
+            gap_cell = f"[yellow]{ranges(g.missing)}[/]"
+            table.add_row(str(g.api_key), g.api_name, "-", "", "", "", "", gap_cell, "")
     out = console()
     out.print(table)
     out.print(f"missing: versions Kafka defines that kcodec has no codec for; {escape(gaps_reason())}.")

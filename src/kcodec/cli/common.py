@@ -137,3 +137,12 @@ def broker_address(target: str, param_hint: str = "HOST:PORT") -> tuple[str, int
         return parse_host_port(target)
     except KcodecError as e:
         raise click.BadParameter(str(e), param_hint=param_hint) from None
+
+
+def parse_listen(text: str, option: str) -> tuple[str, int]:
+    """``"127.0.0.1:9092"`` -> ``("127.0.0.1", 9092)``; a usage error (exit 2) otherwise."""
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise click.BadParameter(f"{text!r}: expected HOST:PORT (port 0-65535)", param_hint=option)
+    return host, int(port)

@@ -42,6 +42,11 @@ _NETWORK_OUTCOMES = {"timeout", "connection_error", "protocol_error"}
     help="Ask the bootstrap broker TARGET for the cluster's brokers (Metadata), then each of them: "
     "one table with every broker's ranges and the version usable with all of them.",
 )
+@click.option(
+    "--proposals",
+    is_flag=True,
+    help="Let kcodec's side offer proposal versions (KIP-359 Produce v14) when the broker advertises them.",
+)
 @connection_options
 def versions_command(
     target: str,
@@ -49,6 +54,7 @@ def versions_command(
     captured: bool,
     caps: tuple[str, ...],
     all_brokers: bool,
+    proposals: bool,
     timeout: float,
     **conn: Any,
 ) -> None:
@@ -58,11 +64,13 @@ def versions_command(
     """
     from kcodec.negotiation import kcodec_profile
 
-    profile = kcodec_profile(parse_caps(caps)) if caps else None
+    profile = kcodec_profile(parse_caps(caps), proposals=proposals) if caps else None
+    if all_brokers and proposals:
+        raise click.UsageError("--proposals works with one broker, not with --all-brokers")
     if captured:
         if all_brokers:
             raise click.UsageError("--all-brokers needs a broker, not a --captured file")
-        _captured(target, as_json, profile)
+        _captured(target, as_json, profile, proposals)
         return
     address = broker_address(target, "TARGET")
     settings = connection_settings(timeout, **conn)
@@ -71,7 +79,7 @@ def versions_command(
         return
     from kcodec.negotiation import render_versions_report, versions_report
 
-    report = versions_report(address, settings=settings, client_profile=profile)
+    report = versions_report(address, settings=settings, client_profile=profile, proposals=proposals)
     hs = report["handshake"]
     if not hs["ok"] and hs["attempts"] and all(a["outcome"] in _NETWORK_OUTCOMES for a in hs["attempts"]):
         raise click.ClickException(hs["attempts"][-1]["detail"] or str(hs["error"]))
@@ -80,7 +88,7 @@ def versions_command(
         raise SystemExit(1)
 
 
-def _captured(target: str, as_json: bool, profile: Any) -> None:
+def _captured(target: str, as_json: bool, profile: Any, proposals: bool) -> None:
     from kcodec.negotiation import render_versions_report, versions_report
 
     path = Path(target)
@@ -90,7 +98,7 @@ def _captured(target: str, as_json: bool, profile: Any) -> None:
         raise click.BadParameter(f"no such file: {target}", param_hint="TARGET") from None
     except OSError as e:
         raise click.BadParameter(f"cannot read {target}: {e.strerror or e}", param_hint="TARGET") from None
-    report = versions_report(data, client_profile=profile)
+    report = versions_report(data, client_profile=profile, proposals=proposals)
     _print(report, as_json, render_versions_report)
     if not report["handshake"].get("ok", True):
         raise SystemExit(1)
