@@ -292,6 +292,37 @@ def test_bad_frame_size_closes_both_sides() -> None:
     assert "frame size 1048577 (above the limit of 1048576) at byte 0 of the request stream" in (
         run.notices("protocol")[0].message
     )
+    with (
+        FakeBroker(silent) as fb,
+        running_proxy(("127.0.0.1", fb.port)) as run,
+        _connect(run.address) as sock,
+    ):
+        sock.sendall(bytes.fromhex("160301020001") + b"\x00" * 100)  # a TLS ClientHello's start
+        assert _recv_all(sock) == b""
+        _closed(run)
+    assert "it looks like a TLS handshake" in run.notices("protocol")[0].message
+
+
+def test_a_failing_event_callback_closes_the_connection() -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()
+
+    with FakeBroker(silent) as fb, running_proxy(("127.0.0.1", fb.port)) as run:
+        seen = run.events
+
+        def broken(event: Any) -> None:
+            seen.append(event)
+            if getattr(event, "direction", None) == "request":
+                raise RuntimeError("the display broke")
+
+        run.proxy._on_event = broken  # what a presentation bug would do
+        with _connect(run.address) as sock:
+            sock.sendall(_request("ListOffsetsRequest", 7, 1))
+            assert _recv_all(sock) == b""  # closed, not left hanging
+        assert fb.closed_by_peer.wait(5)
+        (closed,) = _closed(run)
+    assert closed.details["reason"] == "error"
+    assert "the proxy failed: RuntimeError: the display broke" in closed.message
 
 
 def _firehose(frame_size: int, total: int, sent: list[int], done: threading.Event) -> Any:

@@ -43,7 +43,7 @@ __all__ = ["Ending", "Session", "SessionLimits"]
 
 #: Bytes moved at a time when a frame is streamed through (the reader hands over what it has, up to this).
 CHUNK = 256 * 1024
-EndKind = Literal["eof", "cut", "reset", "stalled", "protocol", "stopped", "unreachable"]
+EndKind = Literal["eof", "cut", "reset", "stalled", "protocol", "stopped", "unreachable", "error"]
 #: Gives listeners to broker addresses: (address -> listener, addresses newly given one).
 EnsureListeners = Callable[[list[Endpoint]], Awaitable[tuple[dict[Endpoint, Endpoint], list[Endpoint]]]]
 
@@ -171,6 +171,8 @@ class Session:
             await self._close(ending)
             self._finish(ending)
             raise
+        except Exception as e:  # a bug, or an on_event callback that failed: never leave sockets open
+            ending = Ending("server", "error", f"the proxy failed: {type(e).__name__}: {e}")
         await self._close(ending)
         self._finish(ending)
         return ending
@@ -231,7 +233,10 @@ class Session:
             self.tap.data(way.direction, head)
             what = "negative" if size < 0 else f"above the limit of {self.limits.max_frame_size}"
             err = FrameSizeError(f"frame size {size} ({what})", way.direction, way.offset)
-            self.notice("protocol", f"the {_peer_name(way.source)} sent {err}; closing both sides")
+            hint = ""
+            if way.direction == "request" and way.offset == 0 and head[:2] == b"\x16\x03":
+                hint = " (it looks like a TLS handshake: the proxy forwards plaintext Kafka only)"
+            self.notice("protocol", f"the {_peer_name(way.source)} sent {err}{hint}; closing both sides")
             raise _Ended(Ending(way.source, "protocol", str(err)))
         # the request's header (api key, version, correlation id), or the correlation id a response
         # carries: enough to know which request a response answers and whether to rewrite it
@@ -386,8 +391,8 @@ class Session:
         for side, writer in (("client", self._client_writer), ("server", self._up_writer)):
             if writer is None:
                 continue
-            broken = ending.side == side and ending.kind in ("stalled", "reset")
-            if broken or ending.kind == "stalled":
+            broken = ending.side == side and ending.kind == "reset"
+            if broken or ending.kind in ("stalled", "error"):
                 writer.transport.abort()
                 continue
             with contextlib.suppress(OSError, RuntimeError):
