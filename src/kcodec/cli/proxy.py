@@ -9,12 +9,16 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Literal
 
 import click
 
 from kcodec.cli.capture_filters import EventFilter, parse_apis
 from kcodec.cli.common import CONTEXT_SETTINGS, broker_address
+
+if TYPE_CHECKING:  # imported when the command runs (kcodec --help stays fast)
+    from kcodec.cli.proxy_view import ProxyView
+    from kcodec.proxy import PcapWriter, ProxyConfig
 
 EXIT_SETUP, EXIT_INTERRUPTED = 1, 130
 DEFAULT_MAX_FRAME = 100 * 1024 * 1024
@@ -132,10 +136,7 @@ def proxy_command(
     multi-broker cluster stay on the proxy. Traffic is shown as decode-capture shows a capture. The
     first line printed is the listen address. Ctrl-C stops with exit 130, SIGTERM with 0.
     """
-    from kcodec.cli.capture_output import CaptureOutput
-    from kcodec.cli.capture_table import TableWriter
-    from kcodec.cli.proxy_view import ProxyView
-    from kcodec.proxy import PcapWriter, ProxyConfig, SessionLimits
+    from kcodec.proxy import ProxyConfig, SessionLimits
 
     listen_at = _listen_address(listen)
     upstream_at = broker_address(upstream, "--upstream")
@@ -143,27 +144,15 @@ def proxy_command(
         apis=parse_apis(apis), topics=frozenset(topics) if topics else None, errors_only=errors_only
     )
     json_to_stdout = json_path == "-"
-    jsonout: IO[bytes] | None = sys.stdout.buffer if json_to_stdout else None
-    pcap: PcapWriter | None = None
-    try:
-        if json_path is not None and not json_to_stdout:
-            jsonout = open(json_path, "wb")  # noqa: SIM115 (closed at exit)
-        if pcap_path is not None:
-            pcap = PcapWriter.open(pcap_path)
-    except OSError as e:
-        _fail(f"cannot write {e.filename}: {e.strerror or e}")
-    table = None
-    if not (quiet or summary or json_to_stdout):
-        from rich.console import Console
-
-        table = TableWriter(console=Console(highlight=False, soft_wrap=True) if sys.stdout.isatty() else None)
-    output = CaptureOutput(
-        flt=flt, table=table, jsonout=jsonout, summary=summary, verbose=verbose, records=records_mode
-    )
-    view = ProxyView(
-        output,
-        upstream=upstream_at,
-        filtered=bool(apis or topics or errors_only),
+    jsonout, pcap = _open_outputs(json_path, pcap_path)
+    view = _view(
+        flt,
+        jsonout,
+        upstream_at,
+        table=not (quiet or summary or json_to_stdout),
+        summary=summary,
+        verbose=verbose,
+        records=records_mode,
         json_to_stdout=json_to_stdout,
     )
     limits = SessionLimits(
@@ -186,7 +175,52 @@ def proxy_command(
     sys.exit(code)
 
 
-async def _serve(config: Any, view: Any, pcap: Any) -> int:
+def _open_outputs(json_path: str | None, pcap_path: str | None) -> tuple[IO[bytes] | None, PcapWriter | None]:
+    """(where JSON lines go, the pcap writer); a file that cannot be written ends the command (1)."""
+    from kcodec.proxy import PcapWriter
+
+    jsonout: IO[bytes] | None = sys.stdout.buffer if json_path == "-" else None
+    pcap: PcapWriter | None = None
+    try:
+        if json_path is not None and json_path != "-":
+            jsonout = open(json_path, "wb")  # noqa: SIM115 (closed at exit)
+        if pcap_path is not None:
+            pcap = PcapWriter.open(pcap_path)
+    except OSError as e:
+        _fail(f"cannot write {e.filename}: {e.strerror or e}")
+    return jsonout, pcap
+
+
+def _view(
+    flt: EventFilter,
+    jsonout: IO[bytes] | None,
+    upstream: tuple[str, int],
+    *,
+    table: bool,
+    summary: bool,
+    verbose: bool,
+    records: Literal["raw", "base64", "text"],
+    json_to_stdout: bool,
+) -> ProxyView:
+    """The presentation: decode-capture's output (table rows and/or JSON lines) and the notices."""
+    from kcodec.cli.capture_output import CaptureOutput
+    from kcodec.cli.capture_table import TableWriter
+    from kcodec.cli.proxy_view import ProxyView
+
+    writer = None
+    if table:
+        from rich.console import Console
+
+        console = Console(highlight=False, soft_wrap=True) if sys.stdout.isatty() else None
+        writer = TableWriter(console=console)
+    output = CaptureOutput(
+        flt=flt, table=writer, jsonout=jsonout, summary=summary, verbose=verbose, records=records
+    )
+    filtered = flt.apis is not None or flt.topics is not None or flt.errors_only
+    return ProxyView(output, upstream=upstream, filtered=filtered, json_to_stdout=json_to_stdout)
+
+
+async def _serve(config: ProxyConfig, view: ProxyView, pcap: PcapWriter | None) -> int:
     """Run the proxy until SIGINT (130) or SIGTERM (0); 1 if it cannot start."""
     from kcodec.proxy import Proxy, ProxySetupError
 
