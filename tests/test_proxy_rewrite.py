@@ -71,7 +71,8 @@ BUILDERS = {"Metadata": _metadata, "FindCoordinator": _find_coordinator, "Descri
 def _addresses(frame: bytes, key: int, version: int) -> list[tuple[str, int]]:
     parsed = parse_response(frame, key, version)
     assert parsed is not None
-    return [(str(h.host), int(h.port)) for h in parsed.holders]  # type: ignore[attr-defined]
+    body = kcodec.decode_response(frame, key, version, strict=False).body
+    return [(str(h.host), int(h.port)) for h in parsed.holders(body)]  # type: ignore[attr-defined]
 
 
 def _check_round_trip(frame: bytes, key: int, version: int, expected: list[tuple[str, int]]) -> bytes:
@@ -229,3 +230,19 @@ def test_in_flight_requests() -> None:
     assert request_key(req) == (3, 12, 42) and request_key(req[:11]) is None
     assert response_correlation_id(_frame(_metadata(1), 1, correlation_id=-5)) == -5
     assert response_correlation_id(b"\x00\x00\x00\x00") is None
+
+
+def test_only_the_endpoint_structs_are_built() -> None:
+    """parse_response checks the whole body but builds only what holds endpoints; what only a full
+    decode finds (invalid UTF-8 in a topic name) surfaces when the frame is written again."""
+    key = kcodec.api("Metadata").key
+    frame = _frame(_metadata(12), 12)
+    assert frame.count(b"orders") == 1
+    bad = frame.replace(b"orders", b"\xff\xfe\xfd\xfc\xfb\xfa")
+    parsed = parse_response(bad, key, 12)
+    assert parsed is not None and parsed.endpoints == BROKERS
+    with pytest.raises(DecodeError, match=r"(?i)utf-8"):
+        parsed.apply(lambda h, p: LOCAL.get((h, p)))
+    # structurally broken bodies are refused at once
+    with pytest.raises(DecodeError):
+        parse_response(frame[:-3] + b"\xff\xff\xff", key, 12)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 
-from kcodec.codec import decode_at, encode, message_info
+from kcodec.codec import Diagnostic, decode, decode_at, encode, message_info
 from kcodec.errors import DecodeError, KcodecError
 from kcodec.model import Message
 from kcodec.registry import api
@@ -113,53 +113,56 @@ def _structs(obj: Message, path: EndpointPath) -> Iterator[Message]:
         yield from _structs(item, rest)
 
 
+def _endpoints_of(holders: list[Message]) -> list[Endpoint]:
+    """The endpoints the holders advertise, in order, without repeats; an empty host or a negative port
+    (an error reply's placeholder) is not an endpoint."""
+    out: dict[Endpoint, None] = {}
+    for holder in holders:
+        host, port = holder.host, holder.port  # type: ignore[attr-defined]
+        if host and port >= 0:
+            out[(str(host), int(port))] = None
+    return list(out)
+
+
 @dataclass(slots=True)
 class ResponseRewrite:
-    """A decoded response frame whose advertised endpoints can be replaced (see :func:`parse_response`)."""
+    """A response frame whose advertised endpoints can be replaced (see :func:`parse_response`)."""
 
     api_key: int
     api_version: int
     head: bytes  # the response header as received (after the size prefix)
-    body: Message
+    body: bytes | memoryview  # the body as received (a view of the frame given to parse_response)
     tail: bytes  # bytes after the body (a peer's off-spec trailer), kept verbatim
-    holders: list[Message]  # the structs with host/port, in wire order
+    endpoints: list[Endpoint]  # what it advertises, in order, without repeats
 
-    @property
-    def endpoints(self) -> list[Endpoint]:
-        """The endpoints advertised, in order, without repeats; an empty host or a negative port (an
-        error reply's placeholder) is not an endpoint."""
-        out: dict[Endpoint, None] = {}
-        for holder in self.holders:
-            host, port = holder.host, holder.port  # type: ignore[attr-defined]
-            if host and port >= 0:
-                out[(str(host), int(port))] = None
-        return list(out)
+    def holders(self, body: Message) -> list[Message]:
+        """The structs of ``body`` (this response, decoded) that hold a host and port, in wire order."""
+        return [h for path in endpoint_paths(self.api_key, self.api_version) for h in _structs(body, path)]
 
     def apply(self, new_address: Callable[[str, int], Endpoint | None]) -> bytes | None:
         """The frame (size prefix included) with every endpoint replaced by ``new_address(host, port)``
-        (None: leave that one); None if nothing changed."""
-        changed = False
-        for holder in self.holders:
-            host, port = holder.host, holder.port  # type: ignore[attr-defined]
-            if not host or port < 0:
-                continue
-            target = new_address(str(host), int(port))
-            if target is None or target == (host, port):
-                continue
-            holder.host, holder.port = target  # type: ignore[attr-defined]
-            changed = True
-        if not changed:
+        (None: leave that one); None if nothing changed. The body is decoded in full and encoded
+        again (a value only a full decode checks, such as invalid UTF-8, raises ``DecodeError``)."""
+        targets = {ep: new_address(*ep) for ep in self.endpoints}
+        if all(t is None or t == ep for ep, t in targets.items()):
             return None
-        body = encode(self.body, self.api_version)
-        size = len(self.head) + len(body) + len(self.tail)
-        return b"".join((_SIZE.pack(size), self.head, body, self.tail))
+        name = api(self.api_key).response
+        body = decode(name, self.api_version, self.body)
+        for holder in self.holders(body):
+            target = targets.get((str(holder.host), int(holder.port)))  # type: ignore[attr-defined]
+            if target is not None:
+                holder.host, holder.port = target  # type: ignore[attr-defined]
+        data = encode(body, self.api_version)
+        size = len(self.head) + len(data) + len(self.tail)
+        return b"".join((_SIZE.pack(size), self.head, data, self.tail))
 
 
 def parse_response(frame: bytes, api_key: int, api_version: int) -> ResponseRewrite | None:
-    """Decode a response frame (size prefix included) to a request of ``api_key`` at ``api_version``
-    for rewriting; None if responses of that API and version advertise no endpoints. Raises
-    :class:`~kcodec.errors.DecodeError` (offsets from the size prefix) if the frame does not decode;
-    bytes after the body are allowed and kept."""
+    """Read a response frame (size prefix included) to a request of ``api_key`` at ``api_version``
+    for rewriting; None if responses of that API and version advertise no endpoints. The body is
+    checked in full but decoded lazily: only the structs that hold endpoints are built (a Fetch
+    response's partitions are not). Raises :class:`~kcodec.errors.DecodeError` (offsets from the
+    size prefix) if the frame does not decode; bytes after the body are allowed and kept."""
     paths = endpoint_paths(api_key, api_version)
     if not paths:
         return None
@@ -170,11 +173,17 @@ def parse_response(frame: bytes, api_key: int, api_version: int) -> ResponseRewr
         raise DecodeError(f"frame claims {size} bytes but {len(frame) - 4} follow", 0, "frame.size")
     info = api(api_key)
     view = memoryview(frame)[4:]
+    pos = 0
     try:
         _header, pos = decode_at("ResponseHeader", info.response_header_version(api_version), view)
-        body, end = decode_at(info.response, api_version, view, pos)
+        trailing: list[Diagnostic] = []
+        body = decode(info.response, api_version, view[pos:], strict=False, diagnostics=trailing, lazy=True)
+        holders = [holder for path in paths for holder in _structs(body, path)]
+        endpoints = _endpoints_of(holders)
     except DecodeError as e:
-        e.offset += 4
+        e.offset += 4 + pos
         raise
-    holders = [holder for path in paths for holder in _structs(body, path)]
-    return ResponseRewrite(api_key, api_version, bytes(view[:pos]), body, bytes(view[end:]), holders)
+    end = pos + (trailing[0].offset if trailing else len(view) - pos)
+    return ResponseRewrite(
+        api_key, api_version, bytes(view[:pos]), view[pos:end], bytes(view[end:]), endpoints
+    )
