@@ -173,7 +173,7 @@ class TcpFlow:
         self._seq["server"] += 1
         self._packet("client", 0, b"", ts)
 
-    def data(self, side: Side, payload: bytes | memoryview, ts: float) -> None:
+    def data(self, side: Side, payload: bytes | bytearray | memoryview, ts: float) -> None:
         """Bytes ``side`` sent, in segments of at most ``mss`` bytes (PSH on the last)."""
         view = memoryview(payload)
         for start in range(0, len(view), self.mss):

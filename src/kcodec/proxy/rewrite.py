@@ -157,7 +157,7 @@ class ResponseRewrite:
         return b"".join((_SIZE.pack(size), self.head, data, self.tail))
 
 
-def parse_response(frame: bytes, api_key: int, api_version: int) -> ResponseRewrite | None:
+def parse_response(frame: bytes | bytearray, api_key: int, api_version: int) -> ResponseRewrite | None:
     """Read a response frame (size prefix included) to a request of ``api_key`` at ``api_version``
     for rewriting; None if responses of that API and version advertise no endpoints. The body is
     checked in full but decoded lazily: only the structs that hold endpoints are built (a Fetch

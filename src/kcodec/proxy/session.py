@@ -249,7 +249,7 @@ class Session:
             cid = response_correlation_id(lead)
             request = None if cid is None else self.inflight.answered(cid)
             if request is not None and self.limits.rewrite and rewrites(*request):
-                frame = lead + await self._read(way, 4 + size - len(lead), lead)
+                frame = await self._read_whole(way, lead, 4 + size)
                 await self._send(way, await self._rewrite(frame, cid, *request))
                 self._frame_done(way, 4 + size)
                 return
@@ -292,19 +292,45 @@ class Session:
         except OSError as e:
             raise _Ended(_failed(way.source, e)) from None
 
+    async def _read_whole(self, way: _Way, lead: bytes, total: int) -> bytearray:
+        """The rest of a frame that starts with ``lead``, into one buffer of ``total`` bytes (read in
+        chunks: no second copy of the frame is made on the way). If the source closes first, what it
+        sent of the frame goes through."""
+        frame = bytearray(total)
+        frame[: len(lead)] = lead
+        pos = len(lead)
+        while pos < total:
+            try:
+                chunk = await way.reader.read(min(total - pos, CHUNK))
+            except OSError as e:
+                raise _Ended(_failed(way.source, e)) from None
+            if not chunk:
+                partial = bytes(frame[:pos])
+                self.tap.data(way.direction, partial)
+                with contextlib.suppress(OSError, RuntimeError):
+                    way.writer.write(partial)
+                raise _Ended(self._cut(way, pos))
+            frame[pos : pos + len(chunk)] = chunk
+            pos += len(chunk)
+        return frame
+
     @staticmethod
     def _cut(way: _Way, got: int) -> Ending:
         detail = f"the {_peer_name(way.source)} closed inside a frame ({got} bytes of it sent)"
         return Ending(way.source, "cut", detail)
 
-    async def _send(self, way: _Way, data: bytes) -> None:
+    async def _send(self, way: _Way, data: bytes | bytearray) -> None:
         """``data`` on to the other side (and into the tap)."""
         self.tap.data(way.direction, data)
         await self._write(way.writer, data, way.sink, way.direction)
         way.sent_of_frame += len(data)
 
     async def _write(
-        self, writer: asyncio.StreamWriter, data: bytes, side: Side, direction: Literal["request", "response"]
+        self,
+        writer: asyncio.StreamWriter,
+        data: bytes | bytearray,
+        side: Side,
+        direction: Literal["request", "response"],
     ) -> None:
         """Write ``data`` to ``side`` and wait while its write buffer is full; a side that takes
         nothing for ``stall_timeout`` seconds ends the connection."""
@@ -335,7 +361,9 @@ class Session:
 
     # --- address rewriting -----------------------------------------------------------------------------
 
-    async def _rewrite(self, frame: bytes, cid: int | None, api_key: int, api_version: int) -> bytes:
+    async def _rewrite(
+        self, frame: bytearray, cid: int | None, api_key: int, api_version: int
+    ) -> bytes | bytearray:
         """The response frame with the broker addresses it advertises replaced by proxy listeners
         (opened as needed); as it came if it does not decode or advertises none."""
         what = f"{api(api_key).name} v{api_version} response (correlation id {cid})"

@@ -60,7 +60,7 @@ class Tap:
         if self._flow is not None:
             self._flow.open(capture_time())
 
-    def data(self, direction: Direction, payload: bytes) -> None:
+    def data(self, direction: Direction, payload: bytes | bytearray) -> None:
         """``payload`` went from the client to the proxy (``request``) or to the client (``response``)."""
         if self.ended or not payload:
             return
@@ -68,7 +68,8 @@ class Tap:
         if self._flow is not None:
             self._flow.data("client" if direction == "request" else "server", payload, ts)
         if self._decoder is not None:
-            self._emit(self._decoder.feed_bytes(direction, payload, ts))
+            data = payload if isinstance(payload, bytes) else bytes(payload)
+            self._emit(self._decoder.feed_bytes(direction, data, ts))
 
     def closed(self, first: Side, *, reset: bool = False) -> None:
         """The connection ended, begun by ``first`` (the client, or the proxy on the server's side)."""
