@@ -50,12 +50,14 @@ EnsureListeners = Callable[[list[Endpoint]], Awaitable[tuple[dict[Endpoint, Endp
 
 @dataclass(frozen=True, slots=True)
 class SessionLimits:
-    connect_timeout: float = 10.0
-    stall_timeout: float = 30.0
+    """The bounds of one proxied connection (seconds, bytes, counts)."""
+
+    connect_timeout: float = 10.0  # to reach the broker; then the client's connection is closed
+    stall_timeout: float = 30.0  # a side that takes nothing this long while data waits ends both
     max_frame_size: int = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
     write_buffer: int = 256 * 1024  # high-water mark of each socket's write buffer
-    max_in_flight: int = 4096
-    rewrite: bool = True
+    max_in_flight: int = 4096  # requests remembered while waiting for their responses
+    rewrite: bool = True  # replace the broker addresses responses advertise
 
 
 @dataclass(frozen=True, slots=True)
