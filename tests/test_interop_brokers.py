@@ -22,9 +22,8 @@ from kcodec.negotiation import (
     handshake,
     kcodec_profile,
     negotiate,
-    render_versions_report,
-    versions_report,
 )
+from kcodec.versions_report import render_versions_report, versions_report
 
 pytestmark = pytest.mark.interop
 KMAX = kcodec.api("ApiVersions").max_version
