@@ -41,8 +41,22 @@ class OneLineUsageError(click.UsageError):
         click.echo(f"{where}{self.format_message()}", file=file, err=True)
 
 
+class OneLineError(click.ClickException):
+    """A failure shown as one line naming the command (``kcodec versions: cannot connect ...``),
+    like the usage errors, with the exit code of the error it stands for (1 unless it says)."""
+
+    def __init__(self, message: str, where: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.where = where
+        self.exit_code = exit_code
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"{self.where}: {self.format_message()}", file=file, err=True)
+
+
 class LazyGroup(click.Group):
-    """A click group whose subcommands are imported on first use; usage errors are one line."""
+    """A click group whose subcommands are imported on first use; usage errors and failures are
+    one line that names the command."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -51,6 +65,11 @@ class LazyGroup(click.Group):
             if isinstance(e, OneLineUsageError):
                 raise
             raise OneLineUsageError(e.format_message(), e.ctx) from None
+        except click.ClickException as e:
+            if isinstance(e, OneLineError):
+                raise
+            where = " ".join(p for p in (ctx.command_path, ctx.invoked_subcommand) if p)
+            raise OneLineError(e.format_message(), where, e.exit_code) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)

@@ -153,7 +153,7 @@ def decode_capture_command(
     try:
         source: Any = sys.stdin.buffer if capture == "-" else open(Path(capture), "rb")  # noqa: SIM115
     except OSError as e:
-        click.echo(f"Error: {capture}: {e.strerror or e}", err=True)
+        click.echo(f"kcodec decode-capture: {capture}: {e.strerror or e}", err=True)
         sys.exit(EXIT_UNREADABLE)
     counting = _Counting(source)
     run = Run(
