@@ -43,12 +43,11 @@ class OneLineUsageError(click.UsageError):
 
 class OneLineError(click.ClickException):
     """A failure shown as one line naming the command (``kcodec versions: cannot connect ...``),
-    like the usage errors, with the exit code of the error it stands for (1 unless it says)."""
+    like the usage errors; exit code 1."""
 
-    def __init__(self, message: str, where: str, exit_code: int) -> None:
+    def __init__(self, message: str, where: str) -> None:
         super().__init__(message)
         self.where = where
-        self.exit_code = exit_code
 
     def show(self, file: Any = None) -> None:
         click.echo(f"{self.where}: {self.format_message()}", file=file, err=True)
@@ -66,10 +65,10 @@ class LazyGroup(click.Group):
                 raise
             raise OneLineUsageError(e.format_message(), e.ctx) from None
         except click.ClickException as e:
-            if isinstance(e, OneLineError):
+            if isinstance(e, OneLineError) or e.exit_code != OneLineError.exit_code:
                 raise
             where = " ".join(p for p in (ctx.command_path, ctx.invoked_subcommand) if p)
-            raise OneLineError(e.format_message(), where, e.exit_code) from None
+            raise OneLineError(e.format_message(), where) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
