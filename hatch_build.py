@@ -24,9 +24,10 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         schemas_dir = root / "schemas"
         out_dir = root / "src" / "kcodec" / "_generated"
 
-        if str(root) not in sys.path:
-            sys.path.insert(0, str(root))
-        from codegen.generate import generate_package
+        src = str(root / "src")
+        if src not in sys.path:
+            sys.path.insert(0, src)
+        from kcodec.codegen.generate import generate_package
 
         # Start from an empty folder so code for removed specs cannot linger in a wheel.
         if out_dir.exists():
@@ -34,4 +35,4 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         generate_package(schemas_dir=schemas_dir, out_dir=out_dir)
 
         if not (out_dir / "__init__.py").is_file():
-            raise RuntimeError(f"codegen.generate.generate_package wrote no package to {out_dir}")
+            raise RuntimeError(f"kcodec.codegen.generate.generate_package wrote no package to {out_dir}")

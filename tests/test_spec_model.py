@@ -14,9 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from codegen.generate import generate_package, merged_messages  # noqa: E402
-from codegen.merge import merge_message  # noqa: E402
-from codegen.spec import MessageSpec, SpecError, Versions  # noqa: E402
+from kcodec.codegen.generate import generate_package, merged_messages  # noqa: E402
+from kcodec.codegen.merge import merge_message  # noqa: E402
+from kcodec.codegen.spec import MessageSpec, SpecError, Versions  # noqa: E402
 
 
 def spec(**changes: Any) -> dict[str, Any]:

@@ -54,15 +54,16 @@ def _short_repr(value: Any) -> str:
 
 
 class Struct:
-    """A generated struct class: ``__slots__``, keyword constructor, equality and a readable repr.
+    """A generated struct class: keyword constructor, equality and a readable repr.
 
-    ``_unknown_tagged_fields`` holds ``(tag, bytes)`` pairs of tagged fields this version of kcodec
-    does not know; they are kept on decode and written back on encode, merged in tag order.
+    Generated classes declare their attributes themselves (``__slots__`` in the pure build, native
+    attributes in the compiled one), ``_unknown_tagged_fields`` included: it holds ``(tag, bytes)``
+    pairs of tagged fields this version of kcodec does not know; they are kept on decode and written
+    back on encode, merged in tag order. This base holds no attributes, so it can be a native class.
     """
 
-    __slots__ = ("_unknown_tagged_fields",)
+    __slots__ = ()
     _fields_: ClassVar[tuple[str, ...]] = ()
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -70,23 +71,42 @@ class Struct:
         for name in self._fields_:
             if getattr(self, name) != getattr(other, name):
                 return False
-        theirs = other._unknown_tagged_fields
-        return (self._unknown_tagged_fields or None) == (theirs or None)
+        mine, theirs = getattr(self, _UNKNOWN), getattr(other, _UNKNOWN)
+        return (mine or None) == (theirs or None)
 
     __hash__ = None  # type: ignore[assignment]  # mutable
 
     def __repr__(self) -> str:
         parts = [f"{name}={_short_repr(getattr(self, name))}" for name in self._fields_]
-        if self._unknown_tagged_fields:
-            parts.append(f"unknown_tagged_fields={self._unknown_tagged_fields!r}")
+        unknown = getattr(self, _UNKNOWN)
+        if unknown:
+            parts.append(f"unknown_tagged_fields={unknown!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copy and pickle by field values (the same in the pure and the compiled build)."""
+        values = tuple([getattr(self, name) for name in self._fields_])
+        return (_rebuild, (type(self), values, getattr(self, _UNKNOWN)))
 
     @property
     def unknown_tagged_fields(self) -> list[tuple[int, bytes]]:
         """Tagged fields kcodec does not know, as ``(tag, raw bytes)``; editable."""
-        if self._unknown_tagged_fields is None:
-            self._unknown_tagged_fields = []
-        return self._unknown_tagged_fields
+        unknown: list[tuple[int, bytes]] | None = getattr(self, _UNKNOWN)
+        if unknown is None:
+            unknown = []
+            setattr(self, _UNKNOWN, unknown)
+        return unknown
+
+
+_UNKNOWN = "_unknown_tagged_fields"
+
+
+def _rebuild(cls: type[Struct], values: tuple[Any, ...], unknown: Any) -> Struct:
+    obj = cls.__new__(cls)
+    for name, value in zip(cls._fields_, values, strict=True):
+        setattr(obj, name, value)
+    setattr(obj, _UNKNOWN, unknown)
+    return obj
 
 
 class Message(Struct):
