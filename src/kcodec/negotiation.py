@@ -9,13 +9,13 @@ blocking :class:`~kcodec.client.Connection` by :func:`handshake` or over an
    in v0 when it does not know the request's version) and the request is retried at the highest
    ApiVersions version the broker advertises, always strictly lower than the version that failed;
 3. a reply that decodes neither at the version sent nor as v0 is examined for known deviations
-   (:data:`QUIRKS`): the layout of another ApiVersions version, a flexible response header, or the
-   1-byte ApiKeys count that librdkafka's mock cluster writes for v3+ requests. A recognised reply is
-   recorded with its quirk and handled by its error code (35: retry at the advertised maximum; 0:
-   not trusted, retry lower); an unrecognised one is recorded with both decode errors and the
-   handshake falls back to v0. A failure at v0 ends it. Every attempt (version sent, outcome) is
-   recorded, nothing hangs (every read has a timeout), the version only ever goes down, and broker
-   misbehaviour never raises out of :func:`handshake`.
+   (:data:`kcodec.quirks.QUIRKS`): the layout of another ApiVersions version, a flexible response
+   header, or the 1-byte ApiKeys count that librdkafka's mock cluster writes for v3+ requests. A
+   recognised reply is recorded with its quirk and handled by its error code (35: retry at the
+   advertised maximum; 0: not trusted, retry lower); an unrecognised one is recorded with both
+   decode errors and the handshake falls back to v0. A failure at v0 ends it. Every attempt (version
+   sent, outcome) is recorded, nothing hangs (every read has a timeout), the version only ever goes
+   down, and broker misbehaviour never raises out of :func:`handshake`.
 
 :func:`negotiate` then picks, per API, the highest version both sides support (or says why there is
 none), and :meth:`Negotiation.require` checks that a field a feature needs is available, e.g.
@@ -41,6 +41,7 @@ from kcodec.codec import message_class, message_info
 from kcodec.errors import KcodecError, UnknownMessageError
 from kcodec.frames import decode_response
 from kcodec.model import Message
+from kcodec.quirks import QUIRKS, QuirkReading, diagnose_api_versions_reply, ranges_from_response
 from kcodec.registry import ApiInfo, api, apis
 
 __all__ = [
@@ -94,21 +95,6 @@ FENCING_FIELDS: tuple[tuple[str, str, str], ...] = (
 # Other epoch fields worth labelling in `key_fields` (not fencing in the sense above).
 _OTHER_EPOCH_KIPS: dict[tuple[str, str], str] = {("FetchRequest", "LastFetchedEpoch"): "KIP-595"}
 
-# Deviations from KIP-511 that the handshake recognises in an ApiVersions reply (Attempt.quirk).
-QUIRKS: dict[str, str] = {
-    "other_version_layout": "the body is in the layout of another ApiVersions version",
-    "flexible_response_header": (
-        "a tagged-field byte follows the correlation id (ApiVersions responses always use the "
-        "non-flexible response header v0)"
-    ),
-    "int8_api_keys_count": (
-        "ErrorCode, a 1-byte ApiKeys count N (a compact array would write N+1), N entries without "
-        "tagged fields, ThrottleTimeMs, no tagged fields: the layout librdkafka's mock cluster "
-        "writes for ApiVersions v3+ requests"
-    ),
-}
-
-
 # --- the handshake -------------------------------------------------------------------------------
 
 
@@ -154,77 +140,10 @@ class HandshakeResult:
         }
 
 
-def ranges_from_response(response: Message) -> dict[int, tuple[int, int]]:
-    """``{api_key: (min, max)}`` advertised by an ApiVersionsResponse."""
-    return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}  # type: ignore[attr-defined]
-
-
 def _advertised_api_versions_max(response: Message) -> int | None:
     for k in response.api_keys:  # type: ignore[attr-defined]
         if int(k.api_key) == API_VERSIONS_KEY:
             return int(k.max_version)
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class QuirkReading:
-    """What could be read from an ApiVersions reply that deviates from KIP-511 in a known way."""
-
-    quirk: str  # a key of QUIRKS
-    error_code: int
-    ranges: dict[int, tuple[int, int]]
-    decoded_as: int | None  # the ApiVersionsResponse version whose layout the body has, if any
-    detail: str
-
-    @property
-    def advertised_max(self) -> int | None:
-        found = self.ranges.get(API_VERSIONS_KEY)
-        return None if found is None else found[1]
-
-
-def diagnose_api_versions_reply(raw: bytes, sent: int | None) -> QuirkReading | None:
-    """Read an ApiVersions reply frame (size prefix included) that decodes neither at the version sent
-    (``sent``; None: unknown) nor as v0, by the deviations in :data:`QUIRKS`; None if none fits.
-    Every reading must account for every byte of the frame."""
-    info = api(API_VERSIONS_KEY)
-    expected = "neither v0 nor the version sent" if sent is None else f"neither v{sent} nor v0"
-    others = [v for v in reversed(info.versions) if v != 0 and v != sent]
-    if sent is not None:
-        others.sort(key=lambda v: (v > sent, abs(v - sent)))  # closest lower versions first
-        for v in others:
-            try:
-                body = decode_response(raw, API_VERSIONS_KEY, v, strict=True).body
-            except KcodecError:
-                continue
-            ranges = ranges_from_response(body)
-            detail = f"reply is in the ApiVersionsResponse v{v} layout ({expected})"
-            return QuirkReading("other_version_layout", int(body.error_code), ranges, v, detail)  # type: ignore[attr-defined]
-    payload = raw[8:]  # after the size prefix and the correlation id (response header v0)
-    if len(payload) >= 7:
-        count = payload[2]
-        if len(payload) == 3 + 6 * count + 4:
-            (code,) = struct.unpack_from(">h", payload)
-            ranges = {k: (lo, hi) for k, lo, hi in struct.iter_unpack(">hhh", payload[3 : 3 + 6 * count])}
-            detail = (
-                f"reply is {expected}: error code {code}, a 1-byte ApiKeys count of {count} (a compact "
-                f"array of {count} would write {count + 1}), entries without tagged fields, ThrottleTimeMs, "
-                "no tagged fields (the layout librdkafka's mock cluster writes for ApiVersions v3+ requests)"
-            )
-            return QuirkReading("int8_api_keys_count", code, ranges, None, detail)
-    if len(raw) > 8 and raw[8] == 0:
-        stripped = struct.pack(">i", len(raw) - 5) + raw[4:8] + raw[9:]
-        for v in dict.fromkeys(x for x in (sent, 0) if x is not None):
-            try:
-                body = decode_response(stripped, API_VERSIONS_KEY, v, strict=True).body
-            except KcodecError:
-                continue
-            detail = (
-                f"reply is {expected}: a tagged-field byte follows the correlation id (a flexible response "
-                f"header; ApiVersions responses always use header v0), then a v{v} body"
-            )
-            return QuirkReading(
-                "flexible_response_header", int(body.error_code), ranges_from_response(body), v, detail  # type: ignore[attr-defined]
-            )
     return None
 
 

@@ -8,7 +8,6 @@ from typing import Literal
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from kcodec.cli.common import console as make_console
 from kcodec.cli.common import json_line
@@ -60,78 +59,51 @@ def decode_capture_command(
     a truncated tail) are reported, never fatal: the exit code is 0 even then (1 only if the
     file is not a pcap/pcapng file).
     """
-    from kcodec.capture import (
-        DEFAULT_PORTS,
-        CapturedFrame,
-        CaptureIssue,
-        iter_capture,
-        record_lines,
-        summarize,
-    )
+    from kcodec.capture import DEFAULT_PORTS, CapturedFrame, CaptureIssue, iter_capture
+    from kcodec.cli.capture_view import record_lines, summarize
 
     all_ports = tuple(dict.fromkeys((*DEFAULT_PORTS, *ports)))
     events = iter_capture(capture, ports=all_ports, autodetect=not no_autodetect, strict=strict)
+    console = make_console()
+    frames = requests = bad = issues = 0
+    conns: set[int] = set()
     try:
-        if as_json:
-            for ev in events:
+        for ev in events:
+            if as_json:
                 json_line(ev.to_dict(records=records_mode) if isinstance(ev, CapturedFrame) else ev.to_dict())
-            return
-        collected = list(events)
+                continue
+            if isinstance(ev, CaptureIssue):
+                issues += 1
+                where = f"#{ev.connection}" if ev.connection is not None else ""
+                text = f"{ev.kind}: {escape(ev.message)}"
+                console.print(f"{_clock(ev.timestamp)} {where:>5} !! [yellow]{text}[/]")
+                continue
+            frames += 1
+            requests += ev.direction == "request"
+            bad += ev.error is not None
+            if ev.connection not in conns:
+                conns.add(ev.connection)
+                console.print(f"connection #{ev.connection}: {escape(ev.client)} -> {escape(ev.server)}")
+            name = ev.api_name or (f"key {ev.api_key}" if ev.api_key is not None else "?")
+            api_text = f"{name} v{ev.api_version}" if ev.api_version is not None else name
+            summary = escape(summarize(ev, width=10**6))
+            if ev.error is not None:
+                summary = f"[red]{summary}[/]"
+            elif ev.direction == "response" and ev.latency is not None:
+                summary = f"{summary} [dim]({ev.latency * 1000:.1f} ms)[/]".lstrip()
+            arrow = "->" if ev.direction == "request" else "<-"
+            corr = "" if ev.correlation_id is None else str(ev.correlation_id)
+            console.print(
+                f"{_clock(ev.timestamp)} {'#' + str(ev.connection):>5} {arrow} {escape(api_text):<28} "
+                f"{corr:>6} {ev.size if ev.size is not None else '?':>7}  {summary}"
+            )
+            if records_mode != "raw":
+                for line in record_lines(ev, values=records_mode):
+                    console.print(f"{'':>52}[dim]{escape(line)}[/]")
     except KcodecError as e:
         raise click.ClickException(f"{capture}: {e}") from None
-
-    console = make_console()
-    frames = [e for e in collected if isinstance(e, CapturedFrame)]
-    issues = [e for e in collected if isinstance(e, CaptureIssue)]
-    conns: dict[int, tuple[str, str]] = {}
-    for fr in frames:
-        conns.setdefault(fr.connection, (fr.client, fr.server))
-    for number, (client, server) in sorted(conns.items()):
-        console.print(f"connection #{number}: {escape(client)} -> {escape(server)}")
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    table.add_column("time", no_wrap=True)
-    table.add_column("conn", justify="right", no_wrap=True)
-    table.add_column("dir", no_wrap=True)
-    table.add_column("api", no_wrap=True)
-    table.add_column("corr", justify="right", no_wrap=True)
-    table.add_column("bytes", justify="right", no_wrap=True)
-    table.add_column("summary", overflow="fold")
-    for ev in collected:
-        if isinstance(ev, CaptureIssue):
-            where = f"#{ev.connection}" if ev.connection is not None else ""
-            table.add_row(
-                _clock(ev.timestamp),
-                where,
-                "!!",
-                f"[yellow]{ev.kind}[/]",
-                "",
-                "",
-                f"[yellow]{escape(ev.message)}[/]",
-            )
-            continue
-        name = ev.api_name or (f"key {ev.api_key}" if ev.api_key is not None else "?")
-        api_text = f"{name} v{ev.api_version}" if ev.api_version is not None else name
-        summary = escape(summarize(ev))
-        if ev.error is not None:
-            summary = f"[red]{summary}[/]"
-        elif ev.direction == "response" and ev.latency is not None:
-            summary = f"{summary} [dim]({ev.latency * 1000:.1f} ms)[/]".lstrip()
-        table.add_row(
-            _clock(ev.timestamp),
-            f"#{ev.connection}",
-            "->" if ev.direction == "request" else "<-",
-            escape(api_text),
-            "" if ev.correlation_id is None else str(ev.correlation_id),
-            str(len(ev.raw)),
-            summary,
+    if not as_json:
+        console.print(
+            f"{frames} frames ({requests} requests, {frames - requests} responses) on "
+            f"{len(conns)} connections; {bad} undecodable; {issues} stream issues"
         )
-        if records_mode != "raw":
-            for line in record_lines(ev, values=records_mode):
-                table.add_row("", "", "", "", "", "", f"[dim]{escape(line)}[/]")
-    console.print(table)
-    bad = sum(1 for f in frames if f.error is not None)
-    requests = sum(1 for f in frames if f.direction == "request")
-    console.print(
-        f"{len(frames)} frames ({requests} requests, {len(frames) - requests} responses) on "
-        f"{len(conns)} connections; {bad} undecodable; {len(issues)} stream issues"
-    )

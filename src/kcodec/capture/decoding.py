@@ -1,0 +1,180 @@
+"""Stage 2c: frames decoded into :class:`~kcodec.capture.events.CapturedFrame` events.
+
+:class:`FrameDecoder` decodes one connection's frames: requests by their header, responses by the
+request with the same correlation id (:class:`~kcodec.capture.framing.Pairing`). Frames that do not
+decode cleanly are read as far as they go, into their real values where a known peer deviation
+explains them (``kcodec.quirks``), with a diagnostic saying what was read how; otherwise the frame
+carries the typed error (also its last diagnostic). ``strict=True`` takes no leniency at all:
+bytes left after a body, and every known deviation, are errors (the deviation is still named).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from kcodec.capture.events import CapturedFrame, UnmatchedResponseError
+from kcodec.capture.framing import Pairing, RawFrame
+from kcodec.codec import Diagnostic, message_class
+from kcodec.errors import DecodeError, KcodecError
+from kcodec.frames import Frame, ResponseFrame, decode_request, decode_response
+from kcodec.quirks import (
+    API_VERSIONS_KEY,
+    doubled_tagged_section,
+    metadata_topics_placeholder,
+    read_api_versions_reply,
+    read_null_arrays,
+)
+
+__all__ = ["FrameDecoder", "header_fields"]
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_PRODUCE_KEY = 0
+_METADATA_KEY = 3
+
+
+def header_fields(raw: bytes, request: bool) -> tuple[int | None, int | None, int | None]:
+    """(api key, api version, correlation id) read straight from a frame's first bytes, as far as
+    they are there (a response has only the correlation id)."""
+    if request:
+        key = _I16.unpack_from(raw, 4)[0] if len(raw) >= 6 else None
+        ver = _I16.unpack_from(raw, 6)[0] if len(raw) >= 8 else None
+        corr = _I32.unpack_from(raw, 8)[0] if len(raw) >= 12 else None
+        return key, ver, corr
+    return None, None, (_I32.unpack_from(raw, 4)[0] if len(raw) >= 8 else None)
+
+
+def _as_kcodec_error(e: Exception) -> KcodecError:
+    if isinstance(e, KcodecError):
+        return e
+    return DecodeError(f"{type(e).__name__}: {e}", 0, "frame")  # a decoder bug must not stop the capture
+
+
+def _reasons(diagnostics: list[Diagnostic]) -> tuple[str, ...]:
+    return tuple(d.reason for d in diagnostics)
+
+
+class FrameDecoder:
+    """Decodes the frames of one connection (see the module docstring)."""
+
+    __slots__ = ("client", "number", "pairing", "server", "strict")
+
+    def __init__(self, number: int, client: str, server: str, pairing: Pairing, *, strict: bool = False):
+        self.number = number
+        self.client = client
+        self.server = server
+        self.pairing = pairing
+        self.strict = strict
+
+    def request(self, raw: RawFrame) -> CapturedFrame:
+        frame = CapturedFrame(
+            raw.timestamp, self.number, self.client, self.server, "request", raw.offset, raw.size, raw.data
+        )
+        if raw.framed:
+            frame.api_key, frame.api_version, frame.correlation_id = header_fields(raw.data, True)
+        if raw.error is not None:
+            frame.fail(raw.error)
+        else:
+            self._decode_request(frame, raw.data)
+        if frame.api_key is not None and frame.api_version is not None and frame.correlation_id is not None:
+            acks = getattr(frame.body, "acks", None) if frame.api_key == _PRODUCE_KEY else None
+            if acks != 0:  # a Produce request with acks=0 gets no response
+                self.pairing.add(frame.correlation_id, frame.api_key, frame.api_version, frame.timestamp)
+        return frame
+
+    def _decode_request(self, frame: CapturedFrame, data: bytes) -> None:
+        strict = self.strict
+        try:
+            req: Frame = decode_request(data, strict=strict)
+            diagnostics = _reasons(req.diagnostics)
+        except DecodeError as e:
+            found = None if strict else read_null_arrays(data, e, lambda d: decode_request(d, strict=False))
+            if found is None:
+                frame.fail(e)
+                self._explain_failed_request(frame, data)
+                return
+            req, notes = found
+            diagnostics = notes + _reasons(req.diagnostics)
+        except Exception as e:
+            frame.fail(_as_kcodec_error(e))
+            return
+        if diagnostics and frame.api_key == _METADATA_KEY:
+            placeholder = metadata_topics_placeholder(data)
+            if placeholder is not None:
+                req, why = placeholder
+                diagnostics = (why,)
+        frame.header_version, frame.header, frame.body = req.header_version, req.header, req.body
+        frame.diagnostics = diagnostics + frame.diagnostics
+
+    def _explain_failed_request(self, frame: CapturedFrame, data: bytes) -> None:
+        if frame.api_key == _METADATA_KEY:
+            placeholder = metadata_topics_placeholder(data)
+            if placeholder is not None:
+                frame.diagnostics = (placeholder[1], *frame.diagnostics)
+
+    def response(self, raw: RawFrame) -> CapturedFrame:
+        frame = CapturedFrame(
+            raw.timestamp, self.number, self.client, self.server, "response", raw.offset, raw.size, raw.data
+        )
+        if raw.framed:
+            frame.correlation_id = header_fields(raw.data, False)[2]
+        waiting = None if frame.correlation_id is None else self.pairing.take(frame.correlation_id)
+        if waiting is not None:
+            frame.api_key, frame.api_version, sent = waiting
+            frame.latency = frame.timestamp - sent
+        if raw.error is not None:
+            frame.fail(raw.error)
+        elif frame.api_key is None or frame.api_version is None:
+            frame.fail(
+                UnmatchedResponseError(
+                    f"no request with correlation id {frame.correlation_id} was seen on this connection",
+                    4,
+                    "ResponseHeader.correlation_id",
+                )
+            )
+        else:
+            self._decode_response(frame, raw.data, frame.api_key, frame.api_version)
+        return frame
+
+    def _decode_response(self, frame: CapturedFrame, data: bytes, key: int, version: int) -> None:
+        strict = self.strict
+        resp: Frame | None = None
+        error: KcodecError | None = None
+        try:
+            resp = decode_response(data, key, version, strict=strict)
+        except Exception as e:
+            error = _as_kcodec_error(e)
+        if key == API_VERSIONS_KEY and (resp is None or resp.diagnostics):
+            reading = read_api_versions_reply(data, version)
+            if reading is not None:
+                if strict:
+                    frame.diagnostics = reading.diagnostics
+                    frame.fail(error or DecodeError("reply does not decode cleanly", 0, "frame"))
+                    return
+                header = message_class("ResponseHeader")(correlation_id=frame.correlation_id)  # type: ignore[call-arg]
+                frame.header_version, frame.header, frame.body = 0, header, reading.body
+                frame.api_version = reading.version
+                frame.diagnostics = reading.diagnostics
+                return
+        if resp is None and isinstance(error, DecodeError) and not strict:
+            found = read_null_arrays(data, error, lambda d: decode_response(d, key, version, strict=False))
+            if found is not None:
+                resp, notes = found
+                error = None
+                frame.diagnostics = notes
+        if resp is None:
+            assert error is not None
+            frame.fail(error)
+            return
+        assert isinstance(resp, ResponseFrame)
+        frame.header_version, frame.header, frame.body = resp.header_version, resp.header, resp.body
+        frame.diagnostics += self._explain(key, version, data, resp.diagnostics)
+
+    @staticmethod
+    def _explain(key: int, version: int, data: bytes, diagnostics: list[Diagnostic]) -> tuple[str, ...]:
+        out: list[str] = []
+        for d in diagnostics:
+            trailing = len(data) - d.offset
+            why = doubled_tagged_section(key, version, data, trailing)
+            out.append(why or d.reason)
+        return tuple(out)

@@ -1,0 +1,195 @@
+"""What the capture stages yield: decoded frames (``CapturedFrame``) and problems (``CaptureIssue``).
+
+Both are plain records (slots dataclasses) that pickle, so that a distributed job can ship them; their
+``to_dict`` is the JSON-lines object ``kcodec decode-capture --json`` prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from kcodec.errors import DecodeError, KcodecError
+from kcodec.model import Message
+from kcodec.registry import api
+
+if TYPE_CHECKING:
+    from kcodec.jsonconv import RecordsMode
+
+__all__ = [
+    "CaptureEvent",
+    "CaptureIssue",
+    "CapturedFrame",
+    "Direction",
+    "IssueKind",
+    "UnmatchedResponseError",
+    "error_dict",
+]
+
+Direction = Literal["request", "response"]
+#: ``capture-file``: the file itself (damaged record, cut short, unreadable part); ``gap``: bytes of a
+#: TCP stream that were not captured; ``truncated``: a stream ends inside a frame; ``resync``: bytes
+#: skipped to find the next frame boundary; ``retransmits``: duplicate or overlapping segments dropped;
+#: ``not-kafka``: a TCP connection that is not Kafka traffic; ``buffer``: a bound was reached (too many
+#: out-of-order segments, too many unanswered requests) and data was given up on.
+IssueKind = Literal["gap", "truncated", "retransmits", "not-kafka", "resync", "capture-file", "buffer"]
+
+
+class UnmatchedResponseError(DecodeError):
+    """A response whose correlation id matches no request seen on its connection."""
+
+
+def error_dict(error: KcodecError) -> dict[str, Any]:
+    """The typed error of a frame as JSON: class, message, and offset/path for decode errors."""
+    out: dict[str, Any] = {"type": type(error).__name__, "message": str(error)}
+    if isinstance(error, DecodeError):
+        out["offset"] = error.offset
+        out["path"] = error.path
+        out["reason"] = error.reason
+    return out
+
+
+_API_NAMES: dict[int, str | None] = {}
+
+
+def _api_name(key: int) -> str | None:
+    name = _API_NAMES.get(key, "")
+    if name == "":
+        try:
+            name = api(key).name
+        except KcodecError:
+            name = None
+        _API_NAMES[key] = name
+    return name
+
+
+@dataclass(slots=True)
+class CapturedFrame:
+    """One Kafka frame seen on a connection, decoded or not.
+
+    ``error`` is set when the frame could not be decoded (``header``/``body`` are then ``None``, or
+    only ``header`` is set), and its text is then also the last entry of ``diagnostics``, which lists
+    everything non-conformant about the frame (bytes left over, a peer's known off-spec layout and
+    how it was read). ``api_key``, ``api_version`` and ``correlation_id`` are filled in as far as the
+    bytes tell. ``stream_offset`` is the position of the frame's size prefix in its direction's byte
+    stream; ``error.offset`` counts from the size prefix. ``size`` is the size prefix (the bytes after
+    it), ``raw`` the frame as captured (``4 + size`` bytes unless the capture cut it).
+    """
+
+    timestamp: float  # capture time of the segment that completed the frame (seconds since the epoch)
+    connection: int  # 1, 2, ... in order of first packet
+    client: str  # "host:port"
+    server: str
+    direction: Direction
+    stream_offset: int
+    size: int | None  # the size prefix (bytes after it), if it was captured
+    raw: bytes
+    api_key: int | None = None
+    api_version: int | None = None
+    correlation_id: int | None = None
+    header_version: int | None = None
+    header: Message | None = None
+    body: Message | None = None
+    error: KcodecError | None = None
+    diagnostics: tuple[str, ...] = ()
+    latency: float | None = None  # responses: seconds since the matching request
+    extra: dict[str, Any] = field(default_factory=dict)  # added by later stages (e.g. topic names)
+
+    @property
+    def api_name(self) -> str | None:
+        return None if self.api_key is None else _api_name(self.api_key)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.body is not None
+
+    @property
+    def message_name(self) -> str | None:
+        return None if self.body is None else type(self.body).MESSAGE_NAME
+
+    def fail(self, error: KcodecError) -> None:
+        """Record ``error`` (and its text in ``diagnostics``, so that the two always agree)."""
+        self.error = error
+        text = f"{type(error).__name__}: {error}"
+        if text not in self.diagnostics:
+            self.diagnostics += (text,)
+
+    def to_dict(self, *, body: bool = True, records: RecordsMode = "raw") -> dict[str, Any]:
+        """The JSON-lines object: header and body as Kafka JSON (``kcodec.to_json``) when ``body``.
+
+        ``records``: ``"raw"`` keeps ``records`` fields as Kafka JSON's base64 blob; ``"base64"`` /
+        ``"text"`` expand them into batches and records (``kcodec.to_json(..., records=...)``).
+        ``diagnostics`` is always there (``[]`` for a conformant frame).
+        """
+        from kcodec.jsonconv import to_json
+
+        out: dict[str, Any] = {
+            "type": "frame",
+            "time": self.timestamp,
+            "connection": self.connection,
+            "client": self.client,
+            "server": self.server,
+            "direction": self.direction,
+            "stream_offset": self.stream_offset,
+            "size": self.size,
+            "api_key": self.api_key,
+            "api_name": self.api_name,
+            "api_version": self.api_version,
+            "correlation_id": self.correlation_id,
+        }
+        if self.latency is not None:
+            out["latency"] = self.latency
+        if body:
+            out["header"] = (
+                None
+                if self.header is None or self.header_version is None
+                else to_json(self.header, self.header_version)
+            )
+            out["body"] = (
+                None
+                if self.body is None or self.api_version is None
+                else to_json(self.body, self.api_version, records=records)
+            )
+        out["error"] = None if self.error is None else error_dict(self.error)
+        out["diagnostics"] = list(self.diagnostics)
+        if self.extra:
+            out.update(self.extra)
+        return out
+
+
+@dataclass(slots=True)
+class CaptureIssue:
+    """A problem with the file or a stream rather than one frame: a damaged record, missing bytes, ..."""
+
+    timestamp: float
+    kind: IssueKind
+    message: str
+    connection: int | None = None
+    client: str | None = None
+    server: str | None = None
+    direction: Direction | None = None
+    stream_offset: int | None = None
+    length: int | None = None  # bytes concerned (missing, skipped, left over)
+    file: str | None = None  # capture-file issues: the file and the byte offset in it
+    file_offset: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": "issue",
+            "time": self.timestamp,
+            "kind": self.kind,
+            "message": self.message,
+            "connection": self.connection,
+            "client": self.client,
+            "server": self.server,
+            "direction": self.direction,
+            "stream_offset": self.stream_offset,
+            "length": self.length,
+        }
+        if self.file is not None:
+            out["file"] = self.file
+            out["file_offset"] = self.file_offset
+        return out
+
+
+CaptureEvent = CapturedFrame | CaptureIssue

@@ -1,0 +1,390 @@
+"""Stage 2b: Kafka framing (int32 size + frame) of one direction's bytes, and request/response pairing.
+
+A :class:`Framer` is the sink of a :class:`~kcodec.capture.reassembly.HalfStream` (or is fed
+in-order bytes directly): it cuts the byte stream into size-prefixed frames and hands each one on as a
+:class:`RawFrame`, complete or broken (a gap or the end of the capture inside it, or a size prefix
+that cannot be Kafka's). Where the next frame boundary is unknown (after a gap that swallowed one,
+at a stream whose start was not captured, after an implausible size) it looks for the next plausible
+frame (a request: sane size, known API key and version, sane client id length; a response: sane size
+and the correlation id of a request still waiting on the connection) and reports the bytes skipped.
+Memory: the bytes of one incomplete frame (frames claiming more than ``max_size`` are not Kafka).
+
+:class:`Pairing` keeps the requests of one connection that wait for their response, by correlation
+id, bounded (``limit``; the oldest are dropped past it, and counted).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+
+from kcodec.capture.events import Direction, IssueKind
+from kcodec.errors import DecodeError
+from kcodec.registry import apis
+
+__all__ = ["MAX_FRAME_SIZE", "Framer", "Pairing", "RawFrame", "plausible_request"]
+
+#: Frames claiming more than this are taken as "not Kafka" (the broker's socket.request.max.bytes is
+#: 100 MiB by default; fetch responses can be larger, so be generous).
+MAX_FRAME_SIZE = 256 * 1024 * 1024
+_I32 = struct.Struct(">i")
+_REQ_HEAD = struct.Struct(">ihhih")
+_RESP_HEAD = struct.Struct(">ii")
+# Where a request header may start: api key 0..127 and version 0..63, as they are on the wire.
+_REQUEST_HINT = re.compile(rb"\x00[\x00-\x7f]\x00[\x00-\x3f]")
+_SIZE_PATH = "frame.size"
+_KEEP = 16  # bytes kept while searching (a candidate's header may start in them)
+
+
+@dataclass(slots=True)
+class RawFrame:
+    """A frame's bytes as captured, with where and when it was seen, and what broke it (if it is)."""
+
+    offset: int  # stream offset of the size prefix
+    data: bytes  # the frame, size prefix included (shorter than 4 + size if broken)
+    timestamp: float
+    size: int | None  # the size prefix, if captured
+    error: DecodeError | None = None  # framing problem (bad size, truncated, broken by a gap)
+    framed: bool = True  # False if the bytes are not Kafka framing at all (header fields meaningless)
+
+
+@cache
+def _known_versions() -> dict[int, tuple[int, int]]:
+    return {a.key: (a.min_version, a.max_version) for a in apis()}
+
+
+def plausible_request(buf: bytes | bytearray, pos: int) -> bool:
+    """Could a request frame start at ``pos``? (size, API key and version, client id length)"""
+    if len(buf) - pos < 14:
+        return False
+    size: int
+    key: int
+    version: int
+    client_len: int
+    size, key, version, _corr, client_len = _REQ_HEAD.unpack_from(buf, pos)
+    if size < 10 or size > MAX_FRAME_SIZE:
+        return False
+    versions = _known_versions().get(key)
+    if versions is None or not versions[0] <= version <= versions[1]:
+        return False
+    return client_len == -1 or 0 <= client_len <= size - 10
+
+
+class Pairing:
+    """Requests waiting for their response on one connection (correlation id -> api key, version,
+    time sent); bounded by ``limit`` (the oldest are dropped, counted in ``dropped``)."""
+
+    __slots__ = ("_order", "_pending", "_serial", "count", "dropped", "limit")
+
+    def __init__(self, limit: int = 10000) -> None:
+        self._pending: dict[int, deque[tuple[int, int, float, int]]] = {}
+        self._order: deque[tuple[int, int]] = deque()
+        self._serial = 0
+        self.count = 0
+        self.dropped = 0
+        self.limit = limit
+
+    def __contains__(self, corr: int) -> bool:
+        return bool(self._pending.get(corr))
+
+    def add(self, corr: int, api_key: int, api_version: int, sent: float) -> None:
+        self._serial += 1
+        self._pending.setdefault(corr, deque()).append((api_key, api_version, sent, self._serial))
+        self._order.append((corr, self._serial))
+        self.count += 1
+        while self.count > self.limit:
+            c, serial = self._order.popleft()
+            q = self._pending.get(c)
+            if q and q[0][3] == serial:
+                q.popleft()
+                self.count -= 1
+                self.dropped += 1
+                if not q:
+                    del self._pending[c]
+
+    def take(self, corr: int) -> tuple[int, int, float] | None:
+        """The oldest waiting request with correlation id ``corr`` (removed), or None."""
+        q = self._pending.get(corr)
+        if not q:
+            return None
+        key, version, sent, _ = q.popleft()
+        if not q:
+            del self._pending[corr]
+        self.count -= 1
+        order, pending = self._order, self._pending
+        while order:
+            c, serial = order[0]
+            head = pending.get(c)
+            if head and head[0][3] == serial:
+                break
+            order.popleft()
+        return key, version, sent
+
+    def waiting(self) -> list[int]:
+        return list(self._pending)
+
+    def plausible_response(self, buf: bytes | bytearray, pos: int) -> bool:
+        """Could the response to a waiting request start at ``pos``?"""
+        if len(buf) - pos < 8:
+            return False
+        size, corr = _RESP_HEAD.unpack_from(buf, pos)
+        return 4 <= size <= MAX_FRAME_SIZE and bool(self._pending.get(corr))
+
+
+Emit = Callable[[RawFrame], None]
+Report = Callable[[float, IssueKind, str, int, int], None]  # (time, kind, message, offset, length)
+
+
+class Framer:
+    """Cuts one direction's in-order bytes into frames (see the module docstring). A
+    :class:`~kcodec.capture.reassembly.StreamSink`: ``data``, ``gap``; then ``finish``."""
+
+    __slots__ = (
+        "_buf",
+        "_skip",
+        "_skipped",
+        "_start",
+        "_why",
+        "direction",
+        "emit",
+        "latest",
+        "max_size",
+        "pairing",
+        "report",
+        "synced",
+        "tentative",
+    )
+
+    def __init__(
+        self,
+        direction: Direction,
+        emit: Emit,
+        report: Report,
+        pairing: Pairing,
+        *,
+        max_size: int = MAX_FRAME_SIZE,
+        stream_start_seen: bool = True,
+    ) -> None:
+        self.direction = direction
+        self.emit = emit
+        self.report = report
+        self.pairing = pairing
+        self.max_size = max_size
+        self._buf = bytearray()
+        self._start = 0  # stream offset of _buf[0]
+        self._skip = 0  # bytes still to drop: the rest of a frame broken by a gap
+        self._skipped = 0  # bytes dropped while looking for a frame boundary
+        self._why = ""
+        self.synced = True
+        # A stream whose start was not captured may begin inside a frame: check its first frame.
+        self.tentative = not stream_start_seen
+        self.latest = 0.0
+
+    def _plausible(self, buf: bytes | bytearray, pos: int) -> bool:
+        if self.direction == "request":
+            return plausible_request(buf, pos)
+        return self.pairing.plausible_response(buf, pos)
+
+    def _search(self, buf: bytearray, pos: int) -> int | None:
+        """The first plausible frame start at or after ``pos`` (None: none in ``buf``)."""
+        if self.direction == "request":
+            for m in _REQUEST_HINT.finditer(buf, pos + 4):
+                if plausible_request(buf, m.start() - 4):
+                    return m.start() - 4
+            return None
+        waiting = self.pairing.waiting()
+        if not waiting:
+            return None
+        hint = re.compile(b"|".join(re.escape(_I32.pack(c)) for c in waiting[-256:]))
+        for m in hint.finditer(buf, pos + 4):
+            if self.pairing.plausible_response(buf, m.start() - 4):
+                return m.start() - 4
+        return None
+
+    def _lost_sync(self, why: str) -> None:
+        self.synced = False
+        self._why = why
+
+    def data(self, offset: int, data: bytes, timestamp: float) -> None:
+        if timestamp > self.latest:
+            self.latest = timestamp
+        if self._skip:
+            n = min(self._skip, len(data))
+            self._skip -= n
+            if n == len(data):
+                return
+            data = data[n:]
+            offset += n
+        buf = self._buf
+        if not buf:
+            self._start = offset
+        buf += data
+        self._cut()
+
+    def _cut(self) -> None:
+        buf = self._buf
+        n = len(buf)
+        pos = 0
+        emit, start = self.emit, self._start
+        while True:
+            if not self.synced:
+                found = self._search(buf, pos)
+                if found is None:
+                    keep_from = max(pos, n - _KEEP)
+                    self._skipped += keep_from - pos
+                    pos = keep_from
+                    break
+                skipped = self._skipped + found - pos
+                if skipped:
+                    self.report(
+                        self.latest,
+                        "resync",
+                        f"skipped {skipped} bytes {self._why} to the next plausible frame",
+                        start + found - skipped,
+                        skipped,
+                    )
+                self._skipped = 0
+                self.synced = True
+                self.tentative = False
+                pos = found
+            if n - pos < 4:
+                break
+            if self.tentative:
+                if n - pos < 14:
+                    break
+                self.tentative = False
+                if not self._plausible(buf, pos):
+                    self._lost_sync("at the start of the stream (its start was not captured)")
+                    continue
+            (size,) = _I32.unpack_from(buf, pos)
+            if size < 0 or size > self.max_size:
+                emit(
+                    RawFrame(
+                        start + pos,
+                        bytes(buf[pos : pos + 64]),
+                        self.latest,
+                        size,
+                        DecodeError(f"implausible frame size {size}: not Kafka framing", 0, "frame.size"),
+                        framed=False,
+                    )
+                )
+                self._lost_sync(f"after an implausible frame size ({size})")
+                pos += 1  # the search starts one byte on; that byte is skipped
+                self._skipped += 1
+                continue
+            end = pos + 4 + size
+            if end > n:
+                break
+            emit(RawFrame(start + pos, bytes(buf[pos:end]), self.latest, size))
+            pos = end
+        if pos:
+            del buf[:pos]
+            self._start = start + pos
+
+    def gap(self, offset: int, length: int, timestamp: float, forced: bool) -> None:
+        why = " (given up on: too many later segments waiting)" if forced else ""
+        self.report(
+            timestamp,
+            "gap",
+            f"{length} bytes missing (not captured) at stream offset {offset}{why}",
+            offset,
+            length,
+        )
+        resume = offset + length
+        buf = self._buf
+        if self._skip:
+            if length < self._skip:
+                self._skip -= length
+            else:
+                self._skip = 0
+                self._lost_sync("after a gap")
+        elif self.synced and buf:
+            have = len(buf)
+            if have >= 4:
+                (size,) = _I32.unpack_from(buf, 0)
+                frame_end = self._start + 4 + size
+                self.emit(
+                    RawFrame(
+                        self._start,
+                        bytes(buf),
+                        self.latest,
+                        size,
+                        DecodeError(
+                            f"frame truncated: {size} bytes claimed, {have - 4} captured before a gap",
+                            0,
+                            "frame.size",
+                        ),
+                    )
+                )
+                if frame_end >= resume:
+                    self._skip = frame_end - resume
+                else:
+                    self._lost_sync("after a gap")
+            else:
+                self.emit(self._cut_prefix("before a gap"))
+                self._lost_sync("after a gap")
+        elif self.synced:
+            self._lost_sync("after a gap")
+        else:
+            self._skipped += len(buf)
+        buf.clear()
+        self._start = resume
+        self.tentative = False
+
+    def _cut_prefix(self, why: str) -> RawFrame:
+        buf = self._buf
+        return RawFrame(
+            self._start,
+            bytes(buf),
+            self.latest,
+            None,
+            DecodeError(f"frame size prefix cut short: {len(buf)} of 4 bytes captured {why}", 0, _SIZE_PATH),
+        )
+
+    def finish(self) -> None:
+        """The end of the stream: report a frame it ends inside, or bytes no frame was found in."""
+        buf = self._buf
+        if not self.synced:
+            skipped = self._skipped + len(buf)
+            if skipped:
+                self.report(
+                    self.latest,
+                    "resync",
+                    f"no frame boundary found in the last {skipped} bytes of the stream "
+                    f"({self._why.strip()}); skipped",
+                    self._start + len(buf) - skipped,
+                    skipped,
+                )
+        elif buf:
+            have = len(buf)
+            if have < 4:
+                self.emit(self._cut_prefix("(capture ends)"))
+            else:
+                (size,) = _I32.unpack_from(buf, 0)
+                self.emit(
+                    RawFrame(
+                        self._start,
+                        bytes(buf),
+                        self.latest,
+                        size,
+                        DecodeError(
+                            f"frame truncated: {size} bytes claimed, {have - 4} captured before the "
+                            "capture ends",
+                            0,
+                            "frame.size",
+                        ),
+                    )
+                )
+                self.report(
+                    self.latest,
+                    "truncated",
+                    f"stream ends inside a frame: {size - (have - 4)} bytes of it not captured",
+                    self._start,
+                    size - (have - 4),
+                )
+        buf.clear()
+        self._skipped = 0

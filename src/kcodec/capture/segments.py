@@ -1,0 +1,237 @@
+"""Stage 1b: TCP segments, as plain records a distributed job can store, ship and group.
+
+:func:`iter_segments` reads a capture (:func:`~kcodec.capture.packets.iter_packets`), parses the
+link, IP (v4/v6) and TCP headers of each packet and yields a :class:`Segment` for every TCP segment
+that carries data or a SYN/FIN/RST flag (pure ACKs carry nothing the decoder needs and are dropped),
+together with the file's ``capture-file`` issues. Packets that are not TCP are skipped; IPv4
+fragments (not reassembled) are counted and reported once at the end.
+
+``Segment`` fields are plain values (str, int, float, bytes), so ``dataclasses.asdict(seg)`` is a
+Spark/Arrow row and ``Segment(**row)`` reads it back; :data:`SEGMENT_SCHEMA` lists the fields and
+their types. ``key`` is the same for both directions of a TCP 4-tuple: group by it, order each group
+by capture order (``file`` order, then ``offset``) and feed it to a
+:class:`~kcodec.capture.stream.CaptureDecoder` (port reuse on the same 4-tuple is handled there).
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from kcodec.capture.events import CaptureIssue
+from kcodec.capture.packets import iter_packets
+
+__all__ = ["SEGMENT_SCHEMA", "Segment", "endpoint", "iter_segments", "segment_of"]
+
+TH_FIN, TH_SYN, TH_RST, TH_PUSH, TH_ACK = 0x01, 0x02, 0x04, 0x08, 0x10
+
+
+@dataclass(slots=True)
+class Segment:
+    """One captured TCP segment (payload possibly shorter than sent if the snap length cut it)."""
+
+    key: str  # the connection's 4-tuple, the same in both directions: "a b" with a < b
+    src: str  # sender "host:port" ("[v6 address]:port" for IPv6)
+    dst: str
+    seq: int  # TCP sequence number (32 bits)
+    ack: int  # TCP acknowledgment number (meaningful with the ACK flag)
+    flags: int  # TCP flags (FIN 1, SYN 2, RST 4, PSH 8, ACK 16)
+    timestamp: float  # capture time, seconds since the epoch
+    payload: bytes
+    file: str = ""  # the capture file it came from
+    index: int = 0  # packet number in what was read of that file (1, 2, ...)
+    offset: int = 0  # byte offset of the packet's record in that file
+
+    @property
+    def syn(self) -> bool:
+        return bool(self.flags & TH_SYN)
+
+    @property
+    def fin(self) -> bool:
+        return bool(self.flags & TH_FIN)
+
+    @property
+    def rst(self) -> bool:
+        return bool(self.flags & TH_RST)
+
+
+#: (field, type) of :class:`Segment` for building a table schema (string, long, double, binary).
+SEGMENT_SCHEMA: tuple[tuple[str, str], ...] = (
+    ("key", "string"),
+    ("src", "string"),
+    ("dst", "string"),
+    ("seq", "long"),
+    ("ack", "long"),
+    ("flags", "long"),
+    ("timestamp", "double"),
+    ("payload", "binary"),
+    ("file", "string"),
+    ("index", "long"),
+    ("offset", "long"),
+)
+
+_U16 = struct.Struct(">H")
+_TCP = struct.Struct(">HHII")
+_ETH_IPV4, _ETH_IPV6, _ETH_VLAN, _ETH_QINQ = 0x0800, 0x86DD, 0x8100, 0x88A8
+_DLT_NULL, _DLT_EN10MB, _DLT_LOOP, _DLT_SLL, _DLT_SLL2 = 0, 1, 108, 113, 276
+_DLT_RAW = (12, 14, 101, 228, 229)
+
+_endpoints: dict[tuple[bytes, int], str] = {}
+
+
+def endpoint(host: str, port: int) -> str:
+    """``"host:port"``, with IPv6 hosts in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _endpoint(addr: bytes, port: int) -> str:
+    key = (addr, port)
+    text = _endpoints.get(key)
+    if text is None:
+        if len(_endpoints) > 65536:
+            _endpoints.clear()
+        family = socket.AF_INET if len(addr) == 4 else socket.AF_INET6
+        text = _endpoints[key] = endpoint(socket.inet_ntop(family, addr), port)
+    return text
+
+
+def _network_layer(linktype: int, buf: bytes) -> tuple[int, int] | None:
+    """(ethertype, offset of the IP header) of one link-layer frame, or None if not IPv4/IPv6."""
+    if linktype == _DLT_EN10MB:
+        if len(buf) < 14:
+            return None
+        (etype,) = _U16.unpack_from(buf, 12)
+        pos = 14
+        while etype in (_ETH_VLAN, _ETH_QINQ) and len(buf) >= pos + 4:
+            (etype,) = _U16.unpack_from(buf, pos + 2)
+            pos += 4
+        return etype, pos
+    if linktype in (_DLT_NULL, _DLT_LOOP):
+        if len(buf) < 4:
+            return None
+        family = struct.unpack_from(">I" if linktype == _DLT_LOOP else "<I", buf, 0)[0]
+        if family > 0xFFFF:  # DLT_NULL is in the capturing host's byte order: try the other one
+            family = struct.unpack_from(">I", buf, 0)[0]
+        etype = _ETH_IPV4 if family == 2 else _ETH_IPV6 if family in (10, 24, 28, 30) else 0
+        return etype, 4
+    if linktype == _DLT_SLL:  # Linux cooked capture
+        return (_U16.unpack_from(buf, 14)[0], 16) if len(buf) >= 16 else None
+    if linktype == _DLT_SLL2:  # Linux cooked capture v2
+        return (_U16.unpack_from(buf, 0)[0], 20) if len(buf) >= 20 else None
+    if linktype in _DLT_RAW:
+        if not buf:
+            return None
+        return (_ETH_IPV4 if buf[0] >> 4 == 4 else _ETH_IPV6), 0
+    return None
+
+
+class _Fragment(Exception):
+    pass
+
+
+def _tcp_of(etype: int, buf: bytes, pos: int) -> tuple[bytes, bytes, int, int] | None:
+    """(source address, destination address, TCP header offset, end of the TCP segment) or None."""
+    if etype == _ETH_IPV4:
+        if len(buf) < pos + 20 or buf[pos] >> 4 != 4:
+            return None
+        ihl = (buf[pos] & 0x0F) * 4
+        (total,) = _U16.unpack_from(buf, pos + 2)
+        if buf[pos + 9] != 6 or ihl < 20:
+            return None
+        if _U16.unpack_from(buf, pos + 6)[0] & 0x3FFF:
+            raise _Fragment
+        end = pos + total if total >= ihl else len(buf)  # total 0: TSO-offloaded capture
+        return buf[pos + 12 : pos + 16], buf[pos + 16 : pos + 20], pos + ihl, min(end, len(buf))
+    if etype == _ETH_IPV6:
+        if len(buf) < pos + 40:
+            return None
+        (plen,) = _U16.unpack_from(buf, pos + 4)
+        nxt, at = buf[pos + 6], pos + 40
+        while nxt in (0, 43, 60) and len(buf) >= at + 8:  # hop-by-hop, routing, destination options
+            nxt, at = buf[at], at + (buf[at + 1] + 1) * 8
+        if nxt == 44:
+            raise _Fragment
+        if nxt != 6:
+            return None
+        end = pos + 40 + plen if plen else len(buf)
+        return buf[pos + 8 : pos + 24], buf[pos + 24 : pos + 40], at, min(end, len(buf))
+    return None
+
+
+def segment_of(
+    linktype: int, data: bytes, timestamp: float, *, file: str = "", index: int = 0, offset: int = 0
+) -> Segment | None:
+    """The TCP segment in one link-layer frame, or None if it is not TCP over IPv4/IPv6 (raises
+    nothing; an IP fragment is None too)."""
+    try:
+        return _segment(linktype, data, timestamp, file, index, offset, True)
+    except _Fragment:
+        return None
+
+
+def _segment(
+    linktype: int, data: bytes, ts: float, file: str, index: int, offset: int, keep_acks: bool
+) -> Segment | None:
+    net = _network_layer(linktype, data)
+    if net is None:
+        return None
+    found = _tcp_of(net[0], data, net[1])
+    if found is None:
+        return None
+    saddr, daddr, at, end = found
+    if end - at < 20:
+        return None
+    sport, dport, seq, ack = _TCP.unpack_from(data, at)
+    hlen = (data[at + 12] >> 4) * 4
+    flags = data[at + 13]
+    if hlen < 20:
+        return None
+    payload = data[at + hlen : end] if at + hlen < end else b""
+    if not payload and not keep_acks and not flags & (TH_SYN | TH_FIN | TH_RST):
+        return None
+    src, dst = _endpoint(saddr, sport), _endpoint(daddr, dport)
+    key = f"{src} {dst}" if src < dst else f"{dst} {src}"
+    return Segment(key, src, dst, seq, ack, flags, ts, payload, file, index, offset)
+
+
+def iter_segments(
+    source: str | Path | IO[bytes],
+    *,
+    start: int = 0,
+    end: int | None = None,
+    name: str | None = None,
+    keep_acks: bool = False,
+) -> Iterator[Segment | CaptureIssue]:
+    """Every TCP segment of a capture (or of its byte range ``start``..``end``, see
+    :func:`~kcodec.capture.packets.iter_packets`) and every problem with the file, in file order.
+    ``keep_acks``: also yield segments without data or SYN/FIN/RST."""
+    fragments = 0
+    last_ts = 0.0
+    if name is None:
+        name = str(source) if isinstance(source, str | Path) else str(getattr(source, "name", "<stream>"))
+    for item in iter_packets(source, start=start, end=end, name=name):
+        if isinstance(item, CaptureIssue):
+            yield item
+            continue
+        last_ts = item.timestamp
+        try:
+            seg = _segment(
+                item.linktype, item.data, item.timestamp, name, item.index, item.offset, keep_acks
+            )
+        except _Fragment:
+            fragments += 1
+            continue
+        if seg is not None:
+            yield seg
+    if fragments:
+        yield CaptureIssue(
+            last_ts,
+            "capture-file",
+            f"{fragments} IP fragments were not reassembled (their TCP data is not decoded)",
+            length=fragments,
+            file=name,
+        )

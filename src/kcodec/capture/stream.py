@@ -1,0 +1,163 @@
+"""Many connections at once: :class:`CaptureDecoder` (segments in capture order -> events) and
+:func:`iter_capture` (a capture file -> events, streamed).
+
+The decoder routes each segment to its connection's
+:class:`~kcodec.capture.connection.ConnectionDecoder` (a new one per 4-tuple, and again when a SYN
+reopens a 4-tuple), numbers connections 1, 2, ... in order of their first segment, and finishes a
+connection a little (``linger`` seconds of capture time) after both sides closed it, so that memory
+is bounded by the connections open at a time, not by the capture's length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO
+
+from kcodec.capture.connection import DEFAULT_PORTS, ConnectionDecoder
+from kcodec.capture.events import CaptureEvent, CaptureIssue
+from kcodec.capture.framing import MAX_FRAME_SIZE
+from kcodec.capture.segments import TH_FIN, TH_RST, TH_SYN, Segment, iter_segments
+
+__all__ = ["CaptureDecoder", "decode_segments", "iter_capture"]
+
+_SWEEP_EVERY = 2048
+
+
+class CaptureDecoder:
+    """Decodes the segments of any number of connections, fed in capture order (see the module
+    docstring). ``first_number``: the number given to the first connection."""
+
+    def __init__(
+        self,
+        *,
+        ports: Iterable[int] = DEFAULT_PORTS,
+        autodetect: bool = True,
+        strict: bool = False,
+        max_frame_size: int = MAX_FRAME_SIZE,
+        first_number: int = 1,
+        linger: float = 5.0,
+    ) -> None:
+        self.ports = tuple(ports)
+        self.autodetect = autodetect
+        self.strict = strict
+        self.max_frame_size = max_frame_size
+        self.next_number = first_number
+        self.linger = linger
+        self.open: dict[str, ConnectionDecoder] = {}
+        self._closing: dict[str, float] = {}  # key -> capture time it was seen closed
+        self._fed = 0
+        self.connections = 0
+
+    def _new(self, key: str) -> ConnectionDecoder:
+        conn = ConnectionDecoder(
+            self.next_number,
+            ports=self.ports,
+            autodetect=self.autodetect,
+            strict=self.strict,
+            max_frame_size=self.max_frame_size,
+        )
+        self.next_number += 1
+        self.connections += 1
+        self.open[key] = conn
+        return conn
+
+    def feed(self, seg: Segment) -> list[CaptureEvent]:
+        """One segment (any connection), in capture order; the events it completes."""
+        key = seg.key
+        conn = self.open.get(key)
+        out: list[CaptureEvent] = []
+        if conn is not None and seg.flags & TH_SYN and conn.is_new_connection(seg):
+            out = conn.finish()
+            del self.open[key]
+            self._closing.pop(key, None)
+            conn = None
+        if conn is None:
+            if not seg.payload and not seg.flags & (TH_SYN | TH_FIN | TH_RST):
+                return out
+            if not seg.payload and seg.flags & (TH_FIN | TH_RST) and not seg.flags & TH_SYN:
+                return out  # the end of a connection whose data was all before the capture (or finished)
+            conn = self._new(key)
+        events = conn.feed_segment(seg)
+        if events:
+            out = out + events if out else events
+        if conn.closed and key not in self._closing:
+            self._closing[key] = seg.timestamp
+        self._fed += 1
+        if self._fed % _SWEEP_EVERY == 0 and self._closing:
+            out.extend(self._sweep(seg.timestamp))
+        return out
+
+    def _sweep(self, now: float) -> list[CaptureEvent]:
+        """Finish connections closed more than ``linger`` seconds (capture time) ago."""
+        out: list[CaptureEvent] = []
+        for key, when in list(self._closing.items()):
+            if now - when >= self.linger:
+                del self._closing[key]
+                conn = self.open.pop(key, None)
+                if conn is not None:
+                    out.extend(conn.finish())
+        return out
+
+    def finish(self) -> list[CaptureEvent]:
+        """The end of the capture: every open connection is finished, in order of number."""
+        out: list[CaptureEvent] = []
+        for conn in sorted(self.open.values(), key=lambda c: c.number):
+            out.extend(conn.finish())
+        self.open.clear()
+        self._closing.clear()
+        return out
+
+
+def decode_segments(
+    segments: Iterable[Segment | CaptureIssue],
+    *,
+    ports: Iterable[int] = DEFAULT_PORTS,
+    autodetect: bool = True,
+    strict: bool = False,
+    max_frame_size: int = MAX_FRAME_SIZE,
+    first_number: int = 1,
+) -> Iterator[CaptureEvent]:
+    """Events of segments given in capture order (issues among them are passed through)."""
+    decoder = CaptureDecoder(
+        ports=ports,
+        autodetect=autodetect,
+        strict=strict,
+        max_frame_size=max_frame_size,
+        first_number=first_number,
+    )
+    for seg in segments:
+        if isinstance(seg, CaptureIssue):
+            yield seg
+        else:
+            yield from decoder.feed(seg)
+    yield from decoder.finish()
+
+
+def iter_capture(
+    source: str | Path | IO[bytes],
+    *,
+    ports: Iterable[int] = DEFAULT_PORTS,
+    autodetect: bool = True,
+    strict: bool = False,
+    max_frame_size: int = MAX_FRAME_SIZE,
+    start: int = 0,
+    end: int | None = None,
+) -> Iterator[CaptureEvent]:
+    """Every Kafka frame (``CapturedFrame``) and problem (``CaptureIssue``) of a capture, streamed:
+    each is yielded as soon as it is complete (so in the order frames complete in the capture, which
+    is time order unless the capture is). Memory is bounded by the connections open at a time and the
+    requests waiting for responses on them, not by the size of the capture.
+
+    ``source``: a path, ``"-"`` (standard input) or a binary file object. ``strict=False`` (the
+    default) decodes leniently: bytes left after a body and known off-spec layouts become diagnostics
+    instead of errors. ``start``/``end``: only the packets recorded in that byte range of the file.
+    Raises ``CaptureFileError`` (a ``KcodecError``) only if the data is not a pcap/pcapng at all.
+    """
+    yield from decode_segments(
+        iter_segments(source, start=start, end=end),
+        ports=ports,
+        autodetect=autodetect,
+        strict=strict,
+        max_frame_size=max_frame_size,
+    )
