@@ -21,6 +21,7 @@ __all__ = [
     "UnsupportedVersionError",
     "api",
     "apis",
+    "compiled",
     "construct_schema",
     "decode",
     "decode_request",
@@ -60,6 +61,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    compiled: bool
     from kcodec import strategies as strategies
     from kcodec.codec import decode, decoder, encode, encode_chunks, encoder, message_class
     from kcodec.construct_backend import construct_schema
@@ -70,6 +72,14 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "compiled":
+        # True in the compiled build (KCODEC_COMPILE=1 pip install .): the base classes and wire helpers
+        # are mypyc extension modules, and so are the codecs of kcodec._generated.COMPILED.
+        from kcodec import model
+
+        is_compiled = not str(model.__file__).endswith(".py")
+        globals()[name] = is_compiled
+        return is_compiled
     target = _LAZY.get(name)
     if target is None:
         raise AttributeError(f"module 'kcodec' has no attribute {name!r}")

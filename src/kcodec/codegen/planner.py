@@ -78,7 +78,9 @@ def plan_package(
     for merged in messages:
         files = {s.source: f"{source_dirs[s.source]}/{merged.name}.json" for s in merged.specs}
         modules.append(plan_module(merged, files, merged.name in compiled))
-    return PackagePlan(tuple(modules), index_plan(messages, sorted(source_dirs.values()), sets))
+    index = index_plan(messages, sorted(source_dirs.values()), sets)
+    index["compiled"] = [m.name for m in modules if m.target.compiled]
+    return PackagePlan(tuple(modules), index)
 
 
 def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: bool = False) -> ModulePlan:
