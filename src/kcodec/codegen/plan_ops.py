@@ -157,8 +157,9 @@ class OpBuilder:
             unpacked = values + ((self.names.new("tagged_count"),) if sw.flexible else ())
             stores = tuple((f"{item}.{a}", v) for a, v in zip(sw.attrs, values, strict=True))
             stores += tuple((f"{item}.{a}", d) for a, d in sw.defaults)
+            ctor = _keywords([*zip(sw.attrs, values, strict=True), *sw.defaults])
             return replace(out, same_width=SameWidth(self.pool.fmt(sw.fmt), sw.size, unpacked, stores,
-                                                      self.names.new(f"{seg}_append")))
+                                                      self.names.new(f"{seg}_append"), ctor))
         if strategy == "shaped":
             return replace(out, shape=self._shape_read(sp, item))
         return out
@@ -174,6 +175,7 @@ class OpBuilder:
         counts = [self.names.new(f"{step}_count_byte") for step in layout.steps if isinstance(step, str)]
         checks: list[str] = []
         stores: list[tuple[str, str]] = []
+        args: list[tuple[str, str]] = []  # per attribute, for a constructor call
         arrays = iter(counts)
         for i, step in enumerate(layout.steps):
             j = starts[i]
@@ -181,11 +183,16 @@ class OpBuilder:
                 checks.append(f"{values}[{j}] == {next(arrays)}")
                 end = "-1" if i == len(layout.steps) - 1 else starts[i + 1]
                 stores.append((f"{item}.{step}", f"[*{values}[{j} + 1:{end}]]"))
-            elif len(step) == 1:
+                args.append((step, f"[*{values}[{j} + 1:{end}]]"))
+                continue
+            if len(step) == 1:
                 stores.append((f"{item}.{step[0]}", f"{values}[{j}]"))
             else:
                 span = f":{len(step)}" if i == 0 else f"{j}:{j} + {len(step)}"
                 stores.append((", ".join(f"{item}.{a}" for a in step), f"{values}[{span}]"))
+            args.extend(
+                (a, f"{values}[{k}]" if j == "0" else f"{values}[{j} + {k}]") for k, a in enumerate(step)
+            )
         lengths = [f"len({item}.{step})" for step in layout.steps if isinstance(step, str)]
         return ShapeRead(
             readers=readers, pattern=layout.pattern, widths=_tuple_source(str(w) for w in layout.widths),
@@ -193,6 +200,7 @@ class OpBuilder:
             size=self.names.new("shape_size"), starts=tuple(starts[1:]), counts=tuple(counts), values=values,
             checks=" and ".join(checks) + f" and not {values}[-1]", stores=tuple(stores),
             lengths=_tuple_source(lengths),
+            ctor=_keywords([*args, *((a.attr, a.default) for a in sp.absent)]),
         )
 
     def read_tagged(self, plan: StructPlan, obj: str, *, track: bool = True) -> ReadTagged:
@@ -349,6 +357,11 @@ class OpBuilder:
             for t in plan.tagged
         )
         return WriteTagged(known, _tuple_source(str(t.tag) for t in plan.tagged))
+
+
+def _keywords(args: list[tuple[str, str]]) -> str:
+    """Keyword arguments building a whole element (no unknown tagged fields) in one constructor call."""
+    return ", ".join([*(f"{attr}={source}" for attr, source in args), "unknown_tagged_fields=None"])
 
 
 def _tuple_source(items: object) -> str:

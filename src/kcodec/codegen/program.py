@@ -119,6 +119,7 @@ class SameWidth:
     values: tuple[str, ...]  # locals unpacked per element
     stores: tuple[tuple[str, str], ...]  # (target, source) per field and default
     append: str  # local: the list's bound append
+    ctor: str = ""  # compiled target: keyword arguments building the element in one constructor call
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +138,7 @@ class ShapeRead:
     checks: str  # condition: every count byte and the tagged-field byte match
     stores: tuple[tuple[str, str], ...]  # (target, source expression) per field
     lengths: str  # source of the key tuple: the arrays' lengths of the element just read
+    ctor: str = ""  # compiled target: keyword arguments building the element in one constructor call
 
 
 @dataclass(frozen=True, slots=True)
