@@ -20,10 +20,16 @@ _PRODUCE_RESP: Any = kcodec.message_class("ProduceResponse")
 
 def _produce(corr: int, payload: bytes) -> tuple[bytes, bytes]:
     part = _PRODUCE.PartitionProduceData(index=corr % 8, records=payload)
-    req = _PRODUCE(acks=-1, timeout_ms=1000, topic_data=[_PRODUCE.TopicProduceData(name="bulk", partition_data=[part])])
+    req = _PRODUCE(
+        acks=-1, timeout_ms=1000, topic_data=[_PRODUCE.TopicProduceData(name="bulk", partition_data=[part])]
+    )
     presp = _PRODUCE_RESP.PartitionProduceResponse(index=corr % 8, base_offset=corr * 100)
-    resp = _PRODUCE_RESP(responses=[_PRODUCE_RESP.TopicProduceResponse(name="bulk", partition_responses=[presp])])
-    return kcodec.encode_request(req, 9, correlation_id=corr), kcodec.encode_response(resp, 9, correlation_id=corr)
+    resp = _PRODUCE_RESP(
+        responses=[_PRODUCE_RESP.TopicProduceResponse(name="bulk", partition_responses=[presp])]
+    )
+    return kcodec.encode_request(req, 9, correlation_id=corr), kcodec.encode_response(
+        resp, 9, correlation_id=corr
+    )
 
 
 def write_capture(path: Path, megabytes: int) -> int:
@@ -38,8 +44,10 @@ def write_capture(path: Path, megabytes: int) -> int:
         f.write(pcap_header())
         n = 0
         while written < target:
-            convs = [Conversation(("10.9.0.1", 30000 + (n + i) % 30000), ("10.9.0.2", 9092), t=t, mss=16384).open()
-                     for i in range(4)]
+            convs = [
+                Conversation(("10.9.0.1", 30000 + (n + i) % 30000), ("10.9.0.2", 9092), t=t, mss=16384).open()
+                for i in range(4)
+            ]
             for conv in convs:
                 for corr in range(1, 4):
                     req, resp = _produce(corr, payload)

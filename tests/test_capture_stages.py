@@ -307,7 +307,9 @@ def test_decoder_on_the_segments_of_one_connection_as_a_distributed_job_would() 
     got = []
     for n, key in enumerate(sorted(groups), start=1):
         dec = CaptureDecoder(first_number=n)
-        events = [e for row in sorted(groups[key], key=lambda r: r["offset"]) for e in dec.feed(Segment(**row))]
+        events = [
+            e for row in sorted(groups[key], key=lambda r: r["offset"]) for e in dec.feed(Segment(**row))
+        ]
         got += [(f.connection, f.direction, f.correlation_id, f.ok) for f in _frames(events + dec.finish())]
     whole = list(iter_capture(io.BytesIO(pcap(packets))))
     assert sorted(got) == sorted((f.connection, f.direction, f.correlation_id, f.ok) for f in _frames(whole))
@@ -328,7 +330,9 @@ def test_acks_zero_produce_requests_wait_for_no_response() -> None:
     produce: Any = kcodec.message_class("ProduceRequest")
     dec = ConnectionDecoder(1, client="c:1", server="s:9092")
     for corr in range(100):
-        dec.feed_bytes("request", kcodec.encode_request(produce(acks=0, timeout_ms=1), 9, correlation_id=corr), 1.0)
+        dec.feed_bytes(
+            "request", kcodec.encode_request(produce(acks=0, timeout_ms=1), 9, correlation_id=corr), 1.0
+        )
     assert dec.pairing.count == 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import importlib
 import json
+import subprocess
 import socket
 import struct
 import sys
@@ -47,11 +48,36 @@ def test_apis_table() -> None:
     assert "12+" in out  # Fetch's flexible versions
 
 
+def test_apis_table_says_which_versions_are_missing_and_why() -> None:
+    result = run("apis")
+    assert result.exit_code == 0
+    line = next(ln for ln in result.output.splitlines() if "ConsumerGroupHeartbeat" in ln)
+    assert line.rstrip(" │").split("│")[-1].strip() == "1"
+    assert "missing: versions Kafka defines that kcodec has no codec for" in result.output
+    assert "vendors Kafka's 4.x JSON message specs" in " ".join(result.output.split())
+
+
+def test_version_gaps_data_is_up_to_date() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "import_version_gaps.py"), "--check"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_apis_json() -> None:
     result = run("apis", "--json")
     assert result.exit_code == 0, result.output
     rows = {row["name"]: row for row in json_lines(result.output)}
-    assert len(rows) == len(kcodec.apis())
+    known = {name: row for name, row in rows.items() if row.get("known", True)}
+    assert len(known) == len(kcodec.apis())
+    # versions Kafka has and kcodec has no spec for are listed, with the APIs kcodec lacks entirely
+    assert rows["ConsumerGroupHeartbeat"]["missing_versions"] == [1]
+    assert rows["ShareFetch"]["missing_versions"] == [1, 2]
+    assert rows["StreamsGroupHeartbeat"] == {
+        "key": 88, "name": "StreamsGroupHeartbeat", "known": False, "missing_versions": [0]
+    }
+    assert rows["Fetch"]["missing_versions"] == []
     fetch = rows["Fetch"]
     assert (
         fetch["key"] == 1
@@ -120,6 +146,18 @@ def test_describe_response_and_errors() -> None:
     assert unknown.exit_code == 2 and "no message or API" in unknown.output
 
 
+@pytest.mark.parametrize(
+    ("typed", "suggested"),
+    [("FetchReqest", "FetchRequest"), ("metdata", "Metadata"), ("ApiVersionRequest", "ApiVersionsRequest"),
+     ("ProduceResponce", "ProduceResponse")],
+)
+def test_describe_suggests_close_spellings(typed: str, suggested: str) -> None:
+    result = CliRunner().invoke(main, ["describe", typed, "--version", "0"])
+    assert result.exit_code == 2
+    hint = result.output.split("did you mean", 1)[1]
+    assert hint.strip().split(", ")[0].rstrip("?") == suggested
+
+
 # --- generate --------------------------------------------------------------------------------------
 
 
@@ -158,6 +196,47 @@ def test_generate_reports_spec_errors_cleanly(tmp_path: Path) -> None:
         main, ["generate", "--specs", str(tmp_path / "empty"), "--out", str(tmp_path / "p")]
     )
     assert empty.exit_code == 1 and "no message specs" in empty.output
+
+
+def test_generate_is_atomic(tmp_path: Path) -> None:
+    """A failed run leaves nothing behind and an existing package untouched; a good run replaces the
+    whole folder (no stale modules)."""
+    bad = tmp_path / "bad"
+    (bad / "s1").mkdir(parents=True)
+    (bad / "sets.json").write_text(json.dumps([{"name": "s1", "dir": "s1"}]))
+    (bad / "s1" / "BadRequest.json").write_text('{"name": "BadRequest", "type": "request", "validVersions": "x"}')
+    out = tmp_path / "gen" / "mycodecs"
+    result = CliRunner().invoke(main, ["generate", "--specs", str(bad), "--out", str(out)])
+    assert result.exit_code == 1
+    assert not out.exists() and list((tmp_path / "gen").iterdir()) == []
+    out.mkdir()
+    (out / "stale.py").write_text("# from an older run\n")
+    result = CliRunner().invoke(main, ["generate", "--specs", str(bad), "--out", str(out)])
+    assert result.exit_code == 1
+    assert [p.name for p in out.iterdir()] == ["stale.py"]
+    assert sorted(p.name for p in (tmp_path / "gen").iterdir()) == ["mycodecs"]
+    result = run("generate", "--specs", str(ROOT / "schemas"), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert not (out / "stale.py").exists() and (out / "fetch_request.py").is_file()
+    assert sorted(p.name for p in (tmp_path / "gen").iterdir()) == ["mycodecs"]
+
+
+def test_generated_package_decodes_and_encodes(tmp_path: Path) -> None:
+    """generate -> use, as the README shows it."""
+    out = tmp_path / "mycodecs"
+    assert run("generate", "--specs", str(ROOT / "schemas"), "--out", str(out)).exit_code == 0
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from mycodecs.fetch_request import DECODERS, ENCODERS, FetchRequest\n"
+        "req = FetchRequest(max_wait_ms=500, topics=[FetchRequest.FetchTopic(topic='t')])\n"
+        "out = bytearray(); ENCODERS[12](req, out)\n"
+        "msg, end = DECODERS[12](bytes(out), 0, len(out))\n"
+        "import kcodec; assert bytes(out) == kcodec.encode(kcodec.decode('FetchRequest', 12, bytes(out)), 12)\n"
+        "print(end == len(out), msg.max_wait_ms, msg.topics[0].topic)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "500", "t"]
 
 
 # --- decode-capture on the shipped sample -----------------------------------------------------------

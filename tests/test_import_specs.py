@@ -351,3 +351,22 @@ def test_repository_schemas_are_up_to_date() -> None:
     if not all(p.is_dir() for p in default_inputs):
         pytest.skip("upstream spec inputs not available")
     assert imp.main(["--check"]) == 0
+
+
+def test_proposal_sets_survive_an_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = _make_input(tmp_path)
+    out = tmp_path / "schemas"
+    assert _run(tmp_path, src, out) == 0
+    proposal = {"name": "p", "dir": "p", "source": "ours", "proposal": "KIP-1", "files": 1}
+    sets = json.loads((out / "sets.json").read_text())
+    (out / "sets.json").write_text(json.dumps([*sets, proposal], indent=2) + "\n")
+    (out / "p").mkdir()
+    (out / "p" / "Plain.json").write_text("{}\n")
+    capsys.readouterr()
+    assert _run(tmp_path, src, out, "--check") == 0  # the proposal entry is expected, not drift
+    assert _run(tmp_path, src, out) == 0
+    assert json.loads((out / "sets.json").read_text())[-1] == proposal
+    assert (out / "p" / "Plain.json").read_text() == "{}\n"
+    assert "belongs to no current set" not in capsys.readouterr().err
+    clash = imp.main(["--set", f"p={src}", "--source", "p=x", "--out", str(out)], root=tmp_path)
+    assert clash == 2 and "is a proposal set" in capsys.readouterr().err

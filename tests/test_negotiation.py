@@ -296,7 +296,8 @@ def test_require_current_leader_epoch() -> None:
 
 def test_fencing_by_kip() -> None:
     full = negotiate(release_ranges("3.9.0"))
-    assert full.fencing() == {"KIP-232": True, "KIP-320": True, "KIP-570": True}  # no spec has KIP-359's
+    # no released spec has KIP-359's field; only the proposal version does, off unless asked for
+    assert full.fencing() == {"KIP-232": True, "KIP-320": True, "KIP-570": True}
     old_metadata = negotiate({**release_ranges("3.9.0"), 3: (0, 6)})
     assert old_metadata.fencing() == {"KIP-232": False, "KIP-320": False, "KIP-570": True}
     assert "up to v6" in old_metadata.check("MetadataResponse", "LeaderEpoch").reason
@@ -312,7 +313,7 @@ def test_fencing_by_kip() -> None:
 def test_kcodec_profile_caps_the_client_side() -> None:
     profile = kcodec_profile({"Fetch": (0, 8), "OffsetForLeaderEpoch": None, 3: (0, 6)})
     assert profile[1] == (0, 8) and profile[3] == (0, 6) and 23 not in profile
-    assert profile[0] == (kcodec.api(0).min_version, kcodec.api(0).max_version)
+    assert profile[0] == (kcodec.api(0).min_version, kcodec.api(0).released_max_version)
     n = negotiate(release_ranges("3.9.0"), profile)
     assert n.version("Fetch") == 8 and n.version("Produce") == release_ranges("3.9.0")[0][1]
     capped = r"needs v9\+, but the client profile goes only up to v8 \(the broker up to v\d+\)"
@@ -413,3 +414,23 @@ def test_release_data_is_packaged_and_current() -> None:
 
     tool = runpy.run_path(str(root / "tools" / "import_release_versions.py"))
     assert tool["main"](["--check"]) == 0
+
+
+def test_proposal_versions_are_chosen_only_when_enabled() -> None:
+    produce = kcodec.api("Produce")
+    assert produce.proposals == {14: "KIP-359"} and produce.is_proposal(14) and not produce.is_proposal(13)
+    assert (produce.max_version, produce.released_max_version) == (14, 13)
+    assert produce.source(14) == "kip-359-proposal"
+    assert produce.versions_with_field("CurrentLeaderEpoch") == [14]
+    assert kcodec.api("Fetch").proposals == {} and kcodec.api("Fetch").released_max_version == 18
+    broker = {0: (3, 14), 1: (4, 17)}  # a broker (kcodec's mock with the flag) that advertises v14
+    default = negotiate(broker)
+    assert default.version("Produce") == 13 and "KIP-359" not in default.fencing()
+    assert not default.check("ProduceRequest", "CurrentLeaderEpoch").versions
+    enabled = negotiate(broker, proposals=True)
+    assert enabled.version("Produce") == 14
+    assert enabled.require("ProduceRequest", "CurrentLeaderEpoch").usable == (14,)
+    assert enabled.fencing()["KIP-359"] is True
+    assert negotiate({0: (3, 13)}, proposals=True).fencing()["KIP-359"] is False  # not advertised
+    assert negotiate(broker, {"Produce": (0, 14)}).version("Produce") == 13  # a profile alone is not enough
+    assert kcodec_profile(proposals=True)[0] == (0, 14) and kcodec_profile()[0] == (0, 13)

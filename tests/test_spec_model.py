@@ -178,7 +178,9 @@ def test_real_schemas_merge_and_cover_the_4x_versions() -> None:
     messages, _ = merged_messages(ROOT / "schemas")
     by_name = {m.name: m for m in messages}
     assert by_name["FetchRequest"].versions == Versions(0, 18)
-    assert by_name["ProduceRequest"].versions == Versions(0, 13)
+    assert by_name["ProduceRequest"].versions == Versions(0, 14)  # v14: the KIP-359 proposal set
+    assert by_name["ProduceRequest"].owner(13).source == "4.x-clients"
+    assert by_name["ProduceRequest"].owner(14).source == "kip-359-proposal"
     assert by_name["MetadataResponse"].versions == Versions(0, 13)
     assert by_name["StopReplicaRequest"].versions == Versions(0, 4)
     assert by_name["FetchRequest"].owner(3).source == "3.9.0"
@@ -200,5 +202,20 @@ def test_generation_is_deterministic(tmp_path: Path) -> None:
 
 def test_sets_json_records_provenance() -> None:
     sets = json.loads((ROOT / "schemas" / "sets.json").read_text())
-    assert [s["name"] for s in sets] == ["3.9.0", "4.x-clients"]
-    assert all(s["source"] and s["sha256"] for s in sets)
+    assert [s["name"] for s in sets] == ["3.9.0", "4.x-clients", "kip-359-proposal"]
+    imported = [s for s in sets if "proposal" not in s]
+    assert all(s["source"] and s["sha256"] for s in imported)
+    assert [s["proposal"] for s in sets if "proposal" in s] == ["KIP-359"]
+
+
+def test_a_proposal_set_may_only_add_versions(tmp_path: Path) -> None:
+    import shutil
+
+    schemas = tmp_path / "schemas"
+    shutil.copytree(ROOT / "schemas", schemas)
+    spec_file = schemas / "kip-359-proposal" / "ProduceRequest.json"
+    spec_obj = json.loads(spec_file.read_text())
+    spec_obj["validVersions"] = "13-14"
+    spec_file.write_text(json.dumps(spec_obj))
+    with pytest.raises(SpecError, match=r"redefines released versions \[13\]"):
+        generate_package(schemas, tmp_path / "out")

@@ -16,6 +16,10 @@ only protocol facts:
 * ``<out>/sets.json`` -- provenance of every set (oldest / lowest priority
   first; later sets take precedence when they define the same version).
 
+Proposal sets (``sets.json`` entries with a ``"proposal"`` key, e.g. kcodec's
+own KIP-359 Produce version) are not imported from anywhere: they are kept as
+they are, after the imported sets, and their folders are never touched.
+
 Values are copied verbatim: hex defaults (``"0x7fffffff"``), base64 uuid
 defaults and ``"flexibleVersions": "none"`` stay the strings they are; the code
 generator interprets them.
@@ -412,24 +416,49 @@ def plan_set(spec_set: SpecSet, root: Path, warn: Warn) -> tuple[dict[str, bytes
     return files, provenance
 
 
-def plan(sets: Sequence[SpecSet], root: Path, warn: Warn) -> dict[str, bytes]:
-    """Return the complete output tree as ``{relative POSIX path: bytes}``."""
+def plan(
+    sets: Sequence[SpecSet], root: Path, warn: Warn, proposals: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, bytes]:
+    """Return the complete output tree as ``{relative POSIX path: bytes}``; ``proposals`` (see
+    :func:`proposal_entries`) are listed in ``sets.json`` after the imported sets, unchanged."""
+    names = {s.name for s in sets}
+    clash = sorted(names & {str(p.get("name")) for p in proposals})
+    if clash:
+        raise SpecError(f"set {clash[0]!r} is a proposal set in sets.json; it cannot be imported")
     tree: dict[str, bytes] = {}
     provenance: list[dict[str, Any]] = []
     for spec_set in sets:
         files, entry = plan_set(spec_set, root, warn)
         tree.update({f"{spec_set.name}/{name}": data for name, data in files.items()})
         provenance.append(entry)
+    provenance.extend(dict(p) for p in proposals)
     tree[SETS_FILE] = render_json(provenance)
     return tree
 
 
-def _existing_files(out: Path, sets: Sequence[SpecSet], warn: Warn) -> dict[str, Path]:
+def proposal_entries(out: Path) -> list[dict[str, Any]]:
+    """The proposal sets of ``out/sets.json`` (entries with a ``"proposal"`` key), in their order."""
+    index = out / SETS_FILE
+    if not index.is_file():
+        return []
+    try:
+        entries = json.loads(index.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SpecError(f"{index}: cannot read: {exc}") from None
+    if not isinstance(entries, list):
+        return []
+    return [e for e in entries if isinstance(e, dict) and "proposal" in e]
+
+
+def _existing_files(
+    out: Path, sets: Sequence[SpecSet], warn: Warn, keep: frozenset[str] = frozenset()
+) -> dict[str, Path]:
     """Return the files currently owned by the importer under ``out``.
 
     Those are ``sets.json`` and every regular file directly inside a set
     directory.  Subdirectories inside a set directory, and directories in
-    ``out`` that belong to no current set, are reported but never touched.
+    ``out`` that belong to no current set, are reported but never touched;
+    the folders named in ``keep`` (proposal sets) are neither listed nor reported.
     """
     found: dict[str, Path] = {}
     if (out / SETS_FILE).is_file():
@@ -446,7 +475,7 @@ def _existing_files(out: Path, sets: Sequence[SpecSet], warn: Warn) -> dict[str,
     if out.is_dir():
         names = {s.name for s in sets}
         for entry in sorted(out.iterdir()):
-            if entry.is_dir() and entry.name not in names:
+            if entry.is_dir() and entry.name not in names and entry.name not in keep:
                 warn(f"{entry} belongs to no current set (left untouched)")
     return found
 
@@ -568,11 +597,13 @@ def main(argv: Sequence[str] | None = None, *, root: Path = REPO_ROOT) -> int:
     try:
         sets = parse_sets(args.sets, args.source, root, warn)
         out = _resolve(args.out, root)
-        tree = plan(sets, root, warn)
+        proposals = proposal_entries(out)
+        tree = plan(sets, root, warn, proposals)
     except SpecError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    existing = _existing_files(out, sets, warn)
+    keep = frozenset(str(p.get("dir", p.get("name"))) for p in proposals)
+    existing = _existing_files(out, sets, warn, keep)
     if args.check:
         changes = diff_tree(tree, existing)
         for change in changes:

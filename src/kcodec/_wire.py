@@ -8,10 +8,20 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from kcodec.errors import DecodeError, EncodeError, NullValueError, UnsupportedVersionError
-from kcodec.output import CHUNK_BYTES, Buffer, ChunkedOut
+from kcodec.chunked import CHUNK_BYTES, Buffer, ChunkedOut
+from kcodec.errors import DecodeError, EncodeError, NullValueError, UnsupportedVersionError, WrongTypeError
 
 __all__ = ["CHUNK_BYTES", "Buffer", "ChunkedOut"]
+
+
+def byte_view(data: object) -> memoryview:
+    """A flat memoryview of unsigned bytes over ``data`` (bytes, bytearray or memoryview), or
+    ``WrongTypeError`` for anything else."""
+    if isinstance(data, memoryview):
+        return data.cast("B") if data.format != "B" or data.ndim != 1 else data
+    if isinstance(data, bytes | bytearray):
+        return memoryview(data)
+    raise WrongTypeError(f"expected bytes, bytearray or memoryview, not {type(data).__name__}")
 
 
 def tags_clear(buf: Buffer, start: int, count: int, size: int) -> bool:

@@ -10,7 +10,14 @@ Transports are pluggable so that TLS and SASL can be layered on without changing
   object (``sendall``, ``recv``, ``settimeout``, ``close``), e.g. one wrapped by ``ssl.SSLContext``;
 * ``AsyncConnection(..., stream_factory=f)``: ``await f(host, port)`` returns an asyncio
   ``(StreamReader, StreamWriter)`` pair; the default is :func:`asyncio.open_connection` with ``ssl=``;
-* ``on_connect``: called with the open connection before it is handed out (a SASL handshake goes here).
+* ``on_connect``: called with the open connection before it is handed out.
+
+TLS and SASL are built in: ``ssl_context=`` (an :class:`ssl.SSLContext`, e.g. from :func:`tls_context`)
+wraps the socket, ``sasl=`` (:class:`kcodec.sasl.SaslCredentials`) runs SaslHandshake and
+SaslAuthenticate (PLAIN, SCRAM-SHA-256/512) right after connecting.
+
+A peer that is not a Kafka broker is named in the error: "looks like HTTP", "looks like TLS" (a TLS
+listener reached without ``ssl_context``); timeouts say how long they waited.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import ssl
 import struct
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, Self
 
@@ -29,20 +37,25 @@ from kcodec.client_errors import (
     BrokerConnectionError,
     ClientError,
     ConnectionClosedError,
+    NotInFlightError,
     ProtocolError,
     RequestTimeoutError,
 )
-from kcodec.errors import DecodeError, KcodecError
+from kcodec.errors import DecodeError, InvalidArgumentError, KcodecError
 from kcodec.frames import ResponseFrame, decode_response, encode_request
 from kcodec.model import Message
+from kcodec.peer_sniff import describe_foreign_reply
 from kcodec.registry import api
+from kcodec.sasl import SaslCredentials, SaslExchange
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
     "AsyncConnection",
     "Connection",
+    "ConnectionSettings",
     "SocketLike",
     "parse_host_port",
+    "tls_context",
 ]
 
 DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
@@ -64,21 +77,133 @@ StreamFactory = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, async
 
 
 def parse_host_port(target: str, default_port: int = 9092) -> tuple[str, int]:
-    """``"host:port"`` / ``"[::1]:9092"`` / ``"host"`` → ``(host, port)``."""
-    target = target.strip()
-    if target.startswith("["):
-        host, _, rest = target[1:].partition("]")
-        return host, int(rest[1:]) if rest.startswith(":") else default_port
-    if target.count(":") == 1:
-        host, port = target.split(":")
-        return host, int(port)
-    return target, default_port
+    """``"host:port"`` / ``"[::1]:9092"`` / ``"host"`` → ``(host, port)``; ``InvalidArgumentError``
+    (one line, saying what is wrong) for anything else."""
+    text = target.strip()
+    if text.startswith("["):
+        host, close, rest = text[1:].partition("]")
+        if not close or (rest and not rest.startswith(":")):
+            raise InvalidArgumentError(f"{target!r}: expected [IPv6]:PORT")
+        port_text = rest[1:] if rest else None
+    elif text.count(":") == 1:
+        host, port_text = text.split(":")
+    elif text.count(":") > 1:
+        raise InvalidArgumentError(f"{target!r}: write an IPv6 address as [ADDRESS]:PORT")
+    else:
+        host, port_text = text, None
+    if not host:
+        raise InvalidArgumentError(f"{target!r}: no host name before the port")
+    if port_text is None:
+        return host, default_port
+    if not port_text:
+        raise InvalidArgumentError(f"{target!r}: no port after ':'")
+    if not port_text.isdigit():
+        raise InvalidArgumentError(f"{target!r}: port {port_text!r} is not a number")
+    return host, check_port(int(port_text), target)
+
+
+def check_port(port: int, target: object = None) -> int:
+    """``port`` if it is a TCP port (1-65535), else ``InvalidArgumentError``."""
+    if not 1 <= port <= 65535:
+        where = f"{target!r}: " if target is not None else ""
+        raise InvalidArgumentError(f"{where}port {port} is out of range (1-65535)")
+    return port
+
+
+def tls_context(
+    cafile: str | None = None,
+    certfile: str | None = None,
+    keyfile: str | None = None,
+    *,
+    verify: bool = True,
+) -> ssl.SSLContext:
+    """A client TLS context: the system's CAs or ``cafile``, and a client certificate (``certfile``,
+    ``keyfile``) for brokers that require one (``ssl.client.auth=required``). ``verify=False`` skips
+    certificate and host name checks (tests and debugging only). Unreadable or invalid files raise
+    ``InvalidArgumentError``."""
+    try:
+        ctx = ssl.create_default_context(cafile=cafile)
+        if certfile is not None:
+            ctx.load_cert_chain(certfile, keyfile)
+    except (OSError, ssl.SSLError) as e:
+        raise InvalidArgumentError(f"cannot load the TLS files: {e}") from None
+    if keyfile is not None and certfile is None:
+        raise InvalidArgumentError("a TLS key file needs its certificate file too")
+    if not verify:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def _closed_early(host: str, port: int, got_bytes: bool) -> ConnectionClosedError:
+    if got_bytes:
+        return ConnectionClosedError(f"{host}:{port} closed the connection")
+    return ConnectionClosedError(
+        f"{host}:{port} closed the connection without answering (a TLS or SASL-only listener may do "
+        "that to a plaintext client: try --tls)"
+    )
+
+
+def _bad_size(size: int, head: bytes, host: str, port: int) -> ProtocolError:
+    foreign = describe_foreign_reply(head)
+    if foreign is not None:
+        return ProtocolError(f"{host}:{port} is not answering in Kafka's protocol: {foreign}")
+    return ProtocolError(f"invalid response frame size {size} from {host}:{port}")
 
 
 def _default_socket_factory(host: str, port: int, timeout: float) -> SocketLike:
     sock = socket.create_connection((host, port), timeout=timeout)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
+
+
+def _tls_socket_factory(context: ssl.SSLContext, server_hostname: str | None) -> SocketFactory:
+    def connect(host: str, port: int, timeout: float) -> SocketLike:
+        sock = socket.create_connection((host, port), timeout=timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            return context.wrap_socket(sock, server_hostname=server_hostname or host)
+        except BaseException:
+            sock.close()
+            raise
+
+    return connect
+
+
+def _tls_failure(host: str, port: int, e: ssl.SSLError) -> BrokerConnectionError:
+    reason = getattr(e, "reason", None) or str(e)
+    hint = ""
+    if reason in ("WRONG_VERSION_NUMBER", "UNEXPECTED_EOF_WHILE_READING") or "EOF" in str(e):
+        hint = " (is it a plaintext listener? connect without --tls)"
+    return BrokerConnectionError(f"TLS handshake with {host}:{port} failed: {e}{hint}")
+
+
+def _run_sasl(request: Callable[[Message, int], Message], credentials: SaslCredentials) -> None:
+    exchange = SaslExchange(credentials)
+    while (step := exchange.next_request()) is not None:
+        exchange.feed(request(*step))
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSettings:
+    """How to reach brokers: the same timeout, client id, TLS context and SASL credentials for every
+    broker of a cluster (``kcodec versions --all-brokers``, ``kcodec metadata``)."""
+
+    timeout: float = 10.0
+    client_id: str | None = "kcodec"
+    ssl_context: ssl.SSLContext | None = None
+    sasl: SaslCredentials | None = None
+
+    def connection(self, host: str, port: int) -> Connection:
+        """A (not yet opened) :class:`Connection` to ``host:port`` with these settings."""
+        return Connection(
+            host,
+            port,
+            timeout=self.timeout,
+            client_id=self.client_id,
+            ssl_context=self.ssl_context,
+            sasl=self.sasl,
+        )
 
 
 class _Pending:
@@ -144,14 +269,25 @@ class Connection:
         socket_factory: SocketFactory | None = None,
         on_connect: Callable[[Connection], None] | None = None,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        ssl_context: ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+        sasl: SaslCredentials | None = None,
     ) -> None:
         self.host = host
-        self.port = port
+        self.port = check_port(port, f"{host}:{port}")
         self.timeout = timeout
         self.client_id = client_id
         self.max_frame_size = max_frame_size
-        self._factory = socket_factory or _default_socket_factory
+        if socket_factory is None:
+            socket_factory = (
+                _default_socket_factory
+                if ssl_context is None
+                else _tls_socket_factory(ssl_context, server_hostname)
+            )
+        self._factory = socket_factory
         self._on_connect = on_connect
+        self.sasl = sasl
+        self._got_bytes = False
         self._sock: SocketLike | None = None
         self._buf = bytearray()
         self._ids = _Correlator()
@@ -169,10 +305,17 @@ class Connection:
         try:
             self._sock = self._factory(self.host, self.port, self.timeout)
         except TimeoutError as e:
-            raise RequestTimeoutError(f"connecting to {self.host}:{self.port} timed out") from e
-        except (OSError, ssl.SSLError) as e:
-            raise BrokerConnectionError(f"cannot connect to {self.host}:{self.port}: {e}") from e
+            raise RequestTimeoutError(
+                f"connecting to {self.host}:{self.port} timed out after {self.timeout:g} s"
+            ) from e
+        except ssl.SSLError as e:
+            raise _tls_failure(self.host, self.port, e) from e
+        except OSError as e:
+            raise BrokerConnectionError(f"cannot connect to {self.host}:{self.port}: {_os_reason(e)}") from e
+        self._got_bytes = False
         try:
+            if self.sasl is not None:
+                _run_sasl(lambda body, version: self.request(body, version).body, self.sasl)
             if self._on_connect is not None:
                 self._on_connect(self)
         except BaseException:
@@ -210,7 +353,9 @@ class Connection:
             sock.sendall(frame)
         except TimeoutError as e:
             self.close()  # a partial write cannot be undone
-            raise RequestTimeoutError(f"sending to {self.host}:{self.port} timed out") from e
+            raise RequestTimeoutError(
+                f"sending to {self.host}:{self.port} timed out after {self.timeout:g} s"
+            ) from e
         except OSError as e:
             self.close()
             raise BrokerConnectionError(f"sending to {self.host}:{self.port} failed: {e}") from e
@@ -220,10 +365,11 @@ class Connection:
     def receive_raw(self, correlation_id: int, *, timeout: float | None = None) -> bytes:
         """The raw response frame (size prefix included) of the request ``correlation_id``."""
         if correlation_id not in self._ids.pending:
-            raise KeyError(f"no request with correlation id {correlation_id} is in flight")
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+            raise NotInFlightError(f"no request with correlation id {correlation_id} is in flight")
+        wait = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + wait
         while correlation_id not in self._arrived:
-            frame = self._read_frame(deadline)
+            frame = self._read_frame(deadline, wait)
             cid = _correlation_id(frame)
             if cid not in self._ids.pending or cid in self._arrived:
                 self.close()
@@ -236,7 +382,7 @@ class Connection:
         """The decoded response to the request ``correlation_id`` (decoded at that request's version)."""
         pending = self._ids.pending.get(correlation_id)
         if pending is None:
-            raise KeyError(f"no request with correlation id {correlation_id} is in flight")
+            raise NotInFlightError(f"no request with correlation id {correlation_id} is in flight")
         return _decode(self.receive_raw(correlation_id, timeout=timeout), pending)
 
     def request(
@@ -252,35 +398,43 @@ class Connection:
             raise ConnectionClosedError(f"connection to {self.host}:{self.port} is not open")
         return self._sock
 
-    def _read_frame(self, deadline: float) -> bytes:
+    def _read_frame(self, deadline: float, wait: float) -> bytes:
         while True:
             if len(self._buf) >= 4:
                 (size,) = _SIZE.unpack_from(self._buf, 0)
                 if size < 4 or size > self.max_frame_size:
+                    if len(self._buf) < 16 and describe_foreign_reply(bytes(self._buf)) is None:
+                        with contextlib.suppress(ClientError):  # a little more text to name the peer
+                            self._fill(min(deadline, time.monotonic() + 0.2), wait)
+                    error = _bad_size(size, bytes(self._buf[:64]), self.host, self.port)
                     self.close()
-                    raise ProtocolError(f"invalid response frame size {size} from {self.host}:{self.port}")
+                    raise error
                 if len(self._buf) >= 4 + size:
                     frame = bytes(self._buf[: 4 + size])
                     del self._buf[: 4 + size]
                     return frame
-            self._fill(deadline)
+            self._fill(deadline, wait)
 
-    def _fill(self, deadline: float) -> None:
+    def _fill(self, deadline: float, wait: float) -> None:
         sock = self._require()
         left = deadline - time.monotonic()
+        late = f"no response from {self.host}:{self.port} within {wait:g} s"
         if left <= 0:
-            raise RequestTimeoutError(f"no response from {self.host}:{self.port} in time")
+            raise RequestTimeoutError(late)
         try:
             sock.settimeout(left)
             chunk = sock.recv(65536)
         except TimeoutError as e:
-            raise RequestTimeoutError(f"no response from {self.host}:{self.port} in time") from e
+            raise RequestTimeoutError(late) from e
         except OSError as e:
             self.close()
-            raise BrokerConnectionError(f"reading from {self.host}:{self.port} failed: {e}") from e
+            where = f"{self.host}:{self.port}"
+            raise BrokerConnectionError(f"reading from {where} failed: {_os_reason(e)}") from e
         if not chunk:
+            got = self._got_bytes
             self.close()
-            raise ConnectionClosedError(f"{self.host}:{self.port} closed the connection")
+            raise _closed_early(self.host, self.port, got)
+        self._got_bytes = True
         self._buf += chunk
 
 
@@ -307,9 +461,11 @@ class AsyncConnection:
         stream_factory: StreamFactory | None = None,
         on_connect: Callable[[AsyncConnection], Awaitable[None]] | None = None,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        sasl: SaslCredentials | None = None,
     ) -> None:
         self.host = host
-        self.port = port
+        self.port = check_port(port, f"{host}:{port}")
+        self.sasl = sasl
         self.timeout = timeout
         self.client_id = client_id
         self.max_frame_size = max_frame_size
@@ -338,12 +494,20 @@ class AsyncConnection:
                 opening = asyncio.open_connection(self.host, self.port, ssl=self._ssl)
             self._reader, self._writer = await asyncio.wait_for(opening, self.timeout)
         except TimeoutError as e:
-            raise RequestTimeoutError(f"connecting to {self.host}:{self.port} timed out") from e
+            raise RequestTimeoutError(
+                f"connecting to {self.host}:{self.port} timed out after {self.timeout:g} s"
+            ) from e
+        except ssl.SSLError as e:
+            raise _tls_failure(self.host, self.port, e) from e
         except OSError as e:
-            raise BrokerConnectionError(f"cannot connect to {self.host}:{self.port}: {e}") from e
+            raise BrokerConnectionError(f"cannot connect to {self.host}:{self.port}: {_os_reason(e)}") from e
         self._error = None
         self._task = asyncio.get_running_loop().create_task(self._read_loop())
         try:
+            if self.sasl is not None:
+                exchange = SaslExchange(self.sasl)
+                while (step := exchange.next_request()) is not None:
+                    exchange.feed((await self.request(*step)).body)
             if self._on_connect is not None:
                 await self._on_connect(self)
         except BaseException:
@@ -382,6 +546,7 @@ class AsyncConnection:
         if self._error is not None:
             raise self._error
         info = api(type(body).MESSAGE_NAME)
+        wait = self.timeout if timeout is None else timeout
         cid = self._ids.new_id()
         frame = encode_request(body, version, correlation_id=cid, client_id=self.client_id)
         fut: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
@@ -389,15 +554,14 @@ class AsyncConnection:
         self._waiters[cid] = fut
         try:
             self._writer.write(frame)
-            await asyncio.wait_for(self._writer.drain(), self.timeout if timeout is None else timeout)
-            wait = self.timeout if timeout is None else timeout
+            await asyncio.wait_for(self._writer.drain(), wait)
             return await asyncio.wait_for(asyncio.shield(fut), wait), cid
         except TimeoutError as e:
             if not fut.done():
                 self._abandoned.add(cid)
                 fut.cancel()
             raise RequestTimeoutError(
-                f"no response from {self.host}:{self.port} to {info.request} v{version} in time"
+                f"no response from {self.host}:{self.port} to {info.request} v{version} within {wait:g} s"
             ) from e
         except ClientError:  # BrokerConnectionError is an OSError too: keep it as it is
             raise
@@ -418,15 +582,19 @@ class AsyncConnection:
     async def _read_loop(self) -> None:
         reader = self._reader
         assert reader is not None
+        got_bytes = False
         try:
             while True:
                 try:
                     head = await reader.readexactly(4)
                 except asyncio.IncompleteReadError as e:
-                    raise ConnectionClosedError(f"{self.host}:{self.port} closed the connection") from e
+                    raise _closed_early(self.host, self.port, got_bytes or bool(e.partial)) from e
+                got_bytes = True
                 (size,) = _SIZE.unpack(head)
                 if size < 4 or size > self.max_frame_size:
-                    raise ProtocolError(f"invalid response frame size {size} from {self.host}:{self.port}")
+                    with contextlib.suppress(TimeoutError, OSError):
+                        head += await asyncio.wait_for(reader.read(60), 0.2)
+                    raise _bad_size(size, head, self.host, self.port)
                 try:
                     frame = head + await reader.readexactly(size)
                 except asyncio.IncompleteReadError as e:
@@ -461,3 +629,8 @@ class AsyncConnection:
             if not fut.done():
                 fut.set_exception(err)
         self._waiters.clear()
+
+
+def _os_reason(e: OSError) -> str:
+    """An OSError as one line: its strerror (``Connection refused``) when it has one."""
+    return e.strerror if isinstance(e.strerror, str) and e.strerror else str(e)

@@ -29,6 +29,18 @@ class ProtocolError(ClientError):
     or a body that does not decode at the version of its request (``__cause__`` holds the DecodeError)."""
 
 
+class NotInFlightError(ClientError, KeyError):
+    """No request with that correlation id is waiting for its response (also a builtin ``KeyError``)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class SaslAuthenticationError(ClientError):
+    """SASL authentication failed: the broker refused the mechanism or the credentials, or (SCRAM)
+    could not prove that it knows the password."""
+
+
 class NegotiationError(ClientError):
     """The ApiVersions handshake failed; ``attempts`` lists what was tried."""
 

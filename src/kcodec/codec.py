@@ -18,6 +18,7 @@ from kcodec.errors import (
     TrailingBytesError,
     UnknownMessageError,
     UnsupportedVersionError,
+    WrongTypeError,
 )
 from kcodec.model import Message
 from kcodec.schema import MessageInfo
@@ -124,7 +125,7 @@ def as_buffer(data: Any) -> bytes | bytearray | memoryview:
         return data
     if isinstance(data, memoryview):
         return data if (data.ndim == 1 and data.itemsize == 1 and data.format == "B") else data.cast("B")
-    raise TypeError(f"expected bytes, bytearray or memoryview, not {type(data).__name__}")
+    raise WrongTypeError(f"expected bytes, bytearray or memoryview, not {type(data).__name__}")
 
 
 def _decode_failed(e: DecodeError | RecursionError, message_name: str, pos: int) -> DecodeError:
@@ -247,7 +248,7 @@ def encode_into(message: Message, version: int, out: bytearray) -> None:
     """Append the encoding of ``message`` at ``version`` to ``out``."""
     name = getattr(type(message), "MESSAGE_NAME", None)
     if not isinstance(message, Message) or not name:
-        raise TypeError(f"expected a kcodec message, not {type(message).__name__}")
+        raise WrongTypeError(f"expected a kcodec message, not {type(message).__name__}")
     _run_encoder(_encoder_fn(name, version), name, version, message, out)
 
 
@@ -278,7 +279,7 @@ def encoder(message_name: str, version: int) -> Callable[[Message], bytes]:
 
     def encode_body(message: Message) -> bytes:
         if type(message) is not cls and not isinstance(message, cls):  # one compare when exact
-            raise TypeError(f"expected a {message_name}, not {type(message).__name__}")
+            raise WrongTypeError(f"expected a {message_name}, not {type(message).__name__}")
         out = ChunkedOut()
         try:  # _run_encoder's work without its frame
             fn(message, out)

@@ -47,7 +47,7 @@ from construct import (
 )
 
 from kcodec._wire import tag_order
-from kcodec.errors import UnknownMessageError, UnsupportedVersionError
+from kcodec.errors import UnknownMessageError, UnsupportedVersionError, WrongTypeError
 from kcodec.model import Struct, Uuid
 from kcodec.schema import FieldInfo, MessageInfo
 
@@ -345,7 +345,7 @@ def to_container(message: Struct, version: int) -> Container:
     """
     name = getattr(type(message), "MESSAGE_NAME", None)
     if not isinstance(message, Struct) or not name:
-        raise TypeError(f"expected a kcodec message, not {type(message).__name__}")
+        raise WrongTypeError(f"expected a kcodec message, not {type(message).__name__}")
     info = _message_info(name)
     _check_version(name, version, info.versions)
     return _to_container(info, name, message, version, info.is_flexible(version))

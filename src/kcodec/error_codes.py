@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import enum
 from functools import cache
+from typing import Any
 
-__all__ = ["ErrorCode", "error_name", "is_retriable"]
+__all__ = ["ErrorCode", "error_name", "is_retriable", "with_error_names"]
 
 
 class ErrorCode(enum.IntEnum):
@@ -221,3 +222,29 @@ def is_retriable(code: int) -> bool | None:
     """Whether Kafka retries on this error code; ``None`` for a code the table does not know."""
     member = ErrorCode.of(code)
     return None if member is None else member.retriable
+
+
+def _is_error_code_key(key: str) -> bool:
+    return key == "errorCode" or key.endswith("ErrorCode")
+
+
+def with_error_names(obj: Any) -> Any:
+    """A copy of Kafka JSON (``kcodec.to_json`` output, or any JSON lines a tool made from it) in which
+    every integer ``errorCode`` / ``*ErrorCode`` member gets a sibling ``<member>Name`` with Kafka's
+    name: ``{"errorCode": 75}`` -> ``{"errorCode": 75, "errorCodeName": "UNKNOWN_LEADER_EPOCH"}``.
+    Codes the table does not know are named ``UNKNOWN_ERROR_CODE_<code>``."""
+    if isinstance(obj, list):
+        return [with_error_names(v) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out: dict[str, Any] = {}
+    for key, value in obj.items():
+        out[key] = with_error_names(value)
+        if (
+            isinstance(key, str)
+            and _is_error_code_key(key)
+            and isinstance(value, int)
+            and not isinstance(value, bool)
+        ):
+            out[f"{key}Name"] = error_name(value)
+    return out

@@ -7,6 +7,16 @@ class KcodecError(Exception):
     """Base of every error kcodec raises on bad input, bad values or bad specs."""
 
 
+class InvalidArgumentError(KcodecError, ValueError):
+    """An argument has a value kcodec does not accept: an unknown compression codec or output mode, a
+    malformed UUID, a bad host:port, ... (also a builtin ``ValueError``)."""
+
+
+class WrongTypeError(KcodecError, TypeError):
+    """A value of the wrong kind: not a kcodec message, not a byte buffer, or a message of the wrong
+    kind for the call (a response given to ``encode_request``) (also a builtin ``TypeError``)."""
+
+
 class SpecError(KcodecError):
     """A spec file, or a name/version asked of the registry, is invalid or unknown."""
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcodec.codec import Diagnostic, as_buffer, decode_at, encode_into, message_class
-from kcodec.errors import DecodeError, TrailingBytesError, UnsupportedVersionError
+from kcodec.errors import DecodeError, TrailingBytesError, UnsupportedVersionError, WrongTypeError
 from kcodec.model import Message
-from kcodec.registry import api
+from kcodec.registry import ApiInfo, api
 
 _SIZE = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hh")
@@ -53,6 +53,24 @@ def _framed(out: bytearray) -> bytes:
     return bytes(out)
 
 
+def _api_of(body: Message, kind: str, function: str) -> ApiInfo:
+    """The API of ``body``, which must be a kcodec message of ``kind`` ("request" or "response")."""
+    if not isinstance(body, Message):
+        raise WrongTypeError(f"{function} needs a kcodec {kind} message, not {type(body).__name__}")
+    if kind != body.MESSAGE_KIND:
+        other = "encode_response" if kind == "request" else "encode_request"
+        hint = f" (use {other})" if body.MESSAGE_KIND in ("request", "response") else ""
+        raise WrongTypeError(
+            f"{function} needs a {kind} message, not {body.MESSAGE_NAME} (a {body.MESSAGE_KIND}){hint}"
+        )
+    return api(body.MESSAGE_NAME)
+
+
+def _header_of(header: Message | None, name: str, function: str) -> None:
+    if header is not None and (not isinstance(header, Message) or name != header.MESSAGE_NAME):
+        raise WrongTypeError(f"{function}: header must be a {name}, not {type(header).__name__}")
+
+
 def encode_request(
     body: Message,
     version: int,
@@ -61,8 +79,11 @@ def encode_request(
     client_id: str | None = "kcodec",
     header: Message | None = None,
 ) -> bytes:
-    """A complete request frame for ``body`` at ``version`` (header built unless ``header`` is given)."""
-    info = api(type(body).MESSAGE_NAME)
+    """A complete request frame for ``body`` at ``version`` (header built unless ``header`` is given).
+
+    ``body`` must be a request message and ``header`` a RequestHeader (else ``WrongTypeError``)."""
+    info = _api_of(body, "request", "encode_request")
+    _header_of(header, "RequestHeader", "encode_request")
     hv = info.request_header_version(version)
     if header is None:
         header = message_class("RequestHeader")(
@@ -78,8 +99,11 @@ def encode_request(
 def encode_response(
     body: Message, version: int, *, correlation_id: int, header: Message | None = None
 ) -> bytes:
-    """A complete response frame for ``body`` at ``version``."""
-    info = api(type(body).MESSAGE_NAME)
+    """A complete response frame for ``body`` at ``version``.
+
+    ``body`` must be a response message and ``header`` a ResponseHeader (else ``WrongTypeError``)."""
+    info = _api_of(body, "response", "encode_response")
+    _header_of(header, "ResponseHeader", "encode_response")
     hv = info.response_header_version(version)
     if header is None:
         header = message_class("ResponseHeader")(correlation_id=correlation_id)  # type: ignore[call-arg]

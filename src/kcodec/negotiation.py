@@ -18,7 +18,9 @@ blocking :class:`~kcodec.client.Connection` by :func:`handshake` or over an
    down, and broker misbehaviour never raises out of :func:`handshake`.
 
 :func:`negotiate` then picks, per API, the highest version both sides support (or says why there is
-none), and :meth:`Negotiation.require` checks that a field a feature needs is available, e.g.
+none); versions that only a proposal spec set defines (kcodec's KIP-359 Produce v14, see
+``ApiInfo.proposals``) are left out of kcodec's side unless ``proposals=True``. And
+:meth:`Negotiation.require` checks that a field a feature needs is available, e.g.
 ``require("FetchRequest", "CurrentLeaderEpoch")`` for KIP-320 fencing.
 """
 
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcodec import __version__
-from kcodec.client import AsyncConnection, Connection
+from kcodec.client import AsyncConnection, Connection, ConnectionSettings
 from kcodec.client_errors import (
     ClientError,
     FieldUnavailableError,
@@ -38,6 +40,7 @@ from kcodec.client_errors import (
     ProtocolError,
 )
 from kcodec.codec import message_class, message_info
+from kcodec.error_codes import error_name
 from kcodec.errors import KcodecError, UnknownMessageError
 from kcodec.frames import decode_response
 from kcodec.model import Message
@@ -78,9 +81,10 @@ CLIENT_SOFTWARE_NAME = "kcodec"
 
 # Leader-epoch fields behind KIP-232 (clients detect outdated metadata and committed offsets by leader
 # epoch), KIP-320 (fetches and offset lookups fenced by the current leader epoch), KIP-359 (leader
-# epoch verification on produce: counted only where the spec carries the field, which no released
-# spec does) and KIP-570 (leader epoch in StopReplica). (kip, message, field); a field the specs do
-# not have is skipped by `Negotiation.fencing` and `key_fields`.
+# epoch verification on produce: no released spec carries the field, only kcodec's proposal version
+# (Produce v14), so it counts only in a negotiation with proposals=True) and KIP-570 (leader epoch in
+# StopReplica). (kip, message, field); a field the specs do not have is skipped by
+# `Negotiation.fencing` and `key_fields`.
 FENCING_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("KIP-232", "MetadataResponse", "LeaderEpoch"),
     ("KIP-232", "OffsetCommitRequest", "CommittedLeaderEpoch"),
@@ -390,9 +394,11 @@ def _info_or_none(key: int) -> ApiInfo | None:
 
 @dataclass(slots=True)
 class Negotiation:
-    """Chosen versions per API key (see :func:`negotiate`)."""
+    """Chosen versions per API key (see :func:`negotiate`); ``proposals``: whether proposal versions
+    (and the fields only they carry) count."""
 
     choices: dict[int, ApiChoice]
+    proposals: bool = False
 
     def choice(self, name_or_key: str | int) -> ApiChoice:
         key = name_or_key if isinstance(name_or_key, int) else api(name_or_key).key
@@ -412,7 +418,8 @@ class Negotiation:
         """Whether ``field_name`` of ``message_name`` is available with this broker (never raises for
         an unavailable field)."""
         info, _ = _message_api(message_name)
-        versions = field_requirement(message_name, field_name)
+        known = field_requirement(message_name, field_name)
+        versions = tuple(v for v in known if self.proposals or not info.is_proposal(v))
         c = self.choices.get(info.key)
         negotiated = c.version if c is not None else None
         usable: tuple[int, ...] = ()
@@ -464,8 +471,13 @@ class Negotiation:
         return out
 
 
-def _client_ranges(profile: ClientProfile | None) -> dict[int, tuple[int, int]]:
-    ranges = {a.key: (a.min_version, a.max_version) for a in apis()}
+def _top(info: ApiInfo, proposals: bool) -> int:
+    """kcodec's highest version of an API: proposal versions only when they are enabled."""
+    return info.max_version if proposals else info.released_max_version
+
+
+def _client_ranges(profile: ClientProfile | None, proposals: bool = False) -> dict[int, tuple[int, int]]:
+    ranges = {a.key: (a.min_version, _top(a, proposals)) for a in apis()}
     if profile is None:
         return ranges
     out: dict[int, tuple[int, int]] = {}
@@ -481,22 +493,24 @@ def _client_ranges(profile: ClientProfile | None) -> dict[int, tuple[int, int]]:
 
 def kcodec_profile(
     caps: Mapping[int, _Cap] | Mapping[str, _Cap] | Mapping[int | str, _Cap] | None = None,
+    *,
+    proposals: bool = False,
 ) -> dict[int, tuple[int, int]]:
     """A client profile for :func:`negotiate`: every API kcodec has codecs for at its full range, with
     ``caps`` (by API name or key) narrowing some: ``(min, max)`` is intersected with kcodec's range
     (an empty intersection is kept as given, so negotiation reports it), ``None`` drops the API.
 
     ``kcodec_profile({"Fetch": (0, 8), "OffsetForLeaderEpoch": None})`` models a client without
-    KIP-320 fetch fencing.
+    KIP-320 fetch fencing. Proposal versions are part of the profile only with ``proposals=True``.
     """
-    ranges: dict[int, tuple[int, int]] = {a.key: (a.min_version, a.max_version) for a in apis()}
+    ranges: dict[int, tuple[int, int]] = {a.key: (a.min_version, _top(a, proposals)) for a in apis()}
     for name_or_key, cap in (caps or {}).items():
         info = api(name_or_key)
         if cap is None:
             ranges.pop(info.key, None)
             continue
         lo, hi = cap
-        klo, khi = info.min_version, info.max_version
+        klo, khi = info.min_version, _top(info, proposals)
         ranges[info.key] = (max(lo, klo), min(hi, khi)) if max(lo, klo) <= min(hi, khi) else (lo, hi)
     return ranges
 
@@ -504,13 +518,16 @@ def kcodec_profile(
 def negotiate(
     broker_ranges: Mapping[int, tuple[int, int]] | Message | HandshakeResult,
     client_profile: ClientProfile | None = None,
+    *,
+    proposals: bool = False,
 ) -> Negotiation:
     """Per API, the highest version both the broker and the client support, or the reason none exists.
 
     ``broker_ranges``: ``{api_key: (min, max)}``, an ApiVersionsResponse or a :class:`HandshakeResult`.
     ``client_profile``: the client's ranges by API name or key (default: every version kcodec has a
     codec for); restricting it models an older client. APIs only the broker offers appear with
-    ``version=None``.
+    ``version=None``. Proposal versions (``ApiInfo.proposals``) are chosen only with ``proposals=True``
+    and only when the broker advertises them: by default kcodec's side stops at the released maximum.
     """
     if isinstance(broker_ranges, HandshakeResult):
         broker = broker_ranges.broker_ranges
@@ -518,7 +535,7 @@ def negotiate(
         broker = ranges_from_response(broker_ranges)
     else:
         broker = dict(broker_ranges)
-    client = _client_ranges(client_profile)
+    client = _client_ranges(client_profile, proposals)
     choices: dict[int, ApiChoice] = {}
     for key in sorted(set(broker) | set(client)):
         info = _info_or_none(key)
@@ -541,7 +558,7 @@ def negotiate(
             else:
                 reason = f"the broker starts at v{b[0]}, the client tops out at v{c[1]}"
         choices[key] = ApiChoice(key, name, b, c, version, reason)
-    return Negotiation(choices)
+    return Negotiation(choices, proposals)
 
 
 def key_fields(api_key: int, version: int) -> list[str]:
@@ -611,15 +628,15 @@ def _captured_handshake(data: bytes) -> HandshakeResult:
     return result
 
 
-def _profile_differences(profile: ClientProfile | None) -> dict[str, Any] | None:
+def _profile_differences(profile: ClientProfile | None, proposals: bool = False) -> dict[str, Any] | None:
     """How a client profile differs from kcodec's own ranges: ``{api_name: [min, max] | None}``."""
     if profile is None:
         return None
-    client = _client_ranges(profile)
+    client = _client_ranges(profile, proposals)
     out: dict[str, Any] = {}
     for a in apis():
         got = client.get(a.key)
-        if got != (a.min_version, a.max_version):
+        if got != (a.min_version, _top(a, proposals)):
             out[a.name] = None if got is None else list(got)
     return out
 
@@ -629,6 +646,8 @@ def versions_report(
     *,
     timeout: float = 5.0,
     client_profile: ClientProfile | None = None,
+    settings: ConnectionSettings | None = None,
+    proposals: bool = False,
 ) -> dict[str, Any]:
     """The version report of one broker (``"host:port"`` or ``(host, port)``: runs the handshake) or of
     captured ApiVersionsResponse bytes. JSON-serialisable::
@@ -643,7 +662,8 @@ def versions_report(
     advertises are listed. ``kcodec_min``/``kcodec_max`` are the client side's range: kcodec's codecs,
     or ``client_profile`` (see :func:`kcodec_profile`) when given, whose differences from kcodec's
     ranges are listed under ``client_profile``. Never raises for an unreachable or misbehaving broker:
-    see ``handshake``.
+    see ``handshake``. ``settings`` (TLS, SASL, its own timeout) say how to connect; without them,
+    a plaintext connection with ``timeout``.
     """
     from kcodec.fingerprint import fingerprint
 
@@ -655,13 +675,13 @@ def versions_report(
 
         host, port = parse_host_port(target) if isinstance(target, str) else target
         source = f"{host}:{port}"
-        conn = Connection(host, port, timeout=timeout)
+        conn = (settings or ConnectionSettings(timeout=timeout)).connection(host, port)
         try:
             result = handshake(conn)
         finally:
             conn.close()
     broker = result.broker_ranges
-    nego = negotiate(broker, client_profile)
+    nego = negotiate(broker, client_profile, proposals=proposals)
     rows: list[dict[str, Any]] = []
     for key in sorted(broker):
         c = nego.choices[key]
@@ -673,8 +693,9 @@ def versions_report(
             "kcodec_min": c.client[0] if c.client is not None else None,
             "kcodec_max": c.client[1] if c.client is not None else None,
             "negotiated": c.version,
-            "reason": c.reason,
+            "reason": _with_gap(key, broker[key], c.reason),
             "key_fields": key_fields(key, c.version) if c.version is not None else [],
+            "proposal": _proposal_of(key, c.version),
         })
     return {
         "source": source,
@@ -683,8 +704,29 @@ def versions_report(
         "fencing_gaps": nego.fencing_gaps() if result.ok else {},
         "fingerprint": fingerprint(broker),
         "handshake": result.to_dict(),
-        "client_profile": _profile_differences(client_profile),
+        "client_profile": _profile_differences(client_profile, proposals),
+        "proposals": proposals,
     }
+
+
+def _with_gap(api_key: int, broker: tuple[int, int], reason: str | None) -> str | None:
+    """``reason``, plus the broker's versions kcodec has no spec for (see ``kcodec.coverage``)."""
+    from kcodec.coverage import version_gaps
+
+    gap = version_gaps().get(api_key)
+    if reason is None or gap is None:
+        return reason
+    lacking = [v for v in gap.missing if broker[0] <= v <= broker[1]]
+    if not lacking:
+        return reason
+    shown = ", ".join(f"v{v}" for v in lacking)
+    return f"{reason} (kcodec has no spec for {shown}: see kcodec apis)"
+
+
+def _proposal_of(api_key: int, version: int | None) -> str | None:
+    """What a negotiated version proposes (``"KIP-359"``) when it is a proposal version, else None."""
+    info = _info_or_none(api_key)
+    return None if info is None or version is None else info.proposals.get(version)
 
 
 def render_versions_report(report: Mapping[str, Any]) -> str:
@@ -692,7 +734,9 @@ def render_versions_report(report: Mapping[str, Any]) -> str:
     lines = [f"ApiVersions of {report['source']}"]
     hs = report["handshake"]
     for a in hs["attempts"]:
-        code = "" if a["error_code"] is None else f" error_code={a['error_code']}"
+        code = ""
+        if a["error_code"] is not None:
+            code = f" error_code={a['error_code']} ({error_name(a['error_code'])})"
         layout = "" if a["decoded_as"] is None else f" read as v{a['decoded_as']}"
         quirk = "" if a.get("quirk") is None else f" [{a['quirk']}]"
         line = f"  handshake: sent v{a['version']}: {a['outcome']}{code}{layout}{quirk} {a['detail']}"
@@ -714,6 +758,8 @@ def render_versions_report(report: Mapping[str, Any]) -> str:
         kc = "-" if r["kcodec_min"] is None else f"{r['kcodec_min']}-{r['kcodec_max']}"
         use = "-" if r["negotiated"] is None else str(r["negotiated"])
         extra = r["reason"] or ", ".join(r["key_fields"])
+        if r.get("proposal"):
+            extra = f"{r['proposal']} proposal version; {extra}"
         lines.append(f"{r['api_key']:>4}  {r['api_name']:<32} {broker:>9} {kc:>9} {use:>4}  {extra}".rstrip())
     lines.append("")
     if report["fencing"]:

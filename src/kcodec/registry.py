@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -27,10 +27,26 @@ class ApiInfo:
     unstable_versions: tuple[int, ...]
     listeners: tuple[str, ...]
     aliases: tuple[str, ...] = ()  # message names this API had before a rename
+    # versions that come from a proposal spec set (not an Apache Kafka spec) -> what they propose,
+    # e.g. {14: "KIP-359"} for Produce; negotiation never picks them unless told to
+    proposals: dict[int, str] = field(default_factory=dict)
 
     @property
     def versions(self) -> range:
         return range(self.min_version, self.max_version + 1)
+
+    @property
+    def proposal_versions(self) -> tuple[int, ...]:
+        return tuple(sorted(self.proposals))
+
+    def is_proposal(self, version: int) -> bool:
+        """True if ``version`` is defined only by a proposal spec set (e.g. kcodec's KIP-359 Produce v14)."""
+        return version in self.proposals
+
+    @property
+    def released_max_version(self) -> int:
+        """The highest version an Apache Kafka spec defines (``max_version`` without proposal versions)."""
+        return max((v for v in self.versions if v not in self.proposals), default=self.min_version)
 
     def source(self, version: int) -> str:
         self._check(version)
@@ -98,7 +114,7 @@ def _table() -> tuple[dict[int, ApiInfo], dict[str, ApiInfo]]:
             flexible_from=row["flexible_from"], request_headers=row["request_headers"],
             response_headers=row["response_headers"], deprecated_versions=tuple(row["deprecated"]),
             unstable_versions=tuple(row["unstable"]), listeners=tuple(row["listeners"]),
-            aliases=tuple(row["aliases"]),
+            aliases=tuple(row["aliases"]), proposals=dict(row.get("proposals", {})),
         )
         by_key[info.key] = info
         for alias in (info.name, info.request, info.response, info.name.lower(), *info.aliases):

@@ -31,6 +31,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from kcodec.codec import message_info, message_names
+from kcodec.errors import InvalidArgumentError
 from kcodec.model import Message, Uuid
 from kcodec.schema import INT_BOUNDS, JSON_KINDS, FieldInfo, MessageInfo
 
@@ -97,7 +98,7 @@ def message_and_version(
     """
     choices = pairs(names)
     if not choices:
-        raise ValueError("no messages to choose from")
+        raise InvalidArgumentError("no messages to choose from")
 
     def build(pair: tuple[str, int]) -> st.SearchStrategy[tuple[Message, int]]:
         name, version = pair
@@ -120,7 +121,7 @@ class _Limits:
 
     def __post_init__(self) -> None:
         if min(self.arrays, self.strings, self.blobs) < 0:
-            raise ValueError("size limits must not be negative")
+            raise InvalidArgumentError("size limits must not be negative")
 
 
 def _fit_utf8(s: str) -> str:
@@ -171,7 +172,7 @@ def _primitive(type_name: str, limits: _Limits) -> st.SearchStrategy[Any]:
         return _UUIDS
     if kind == "base64":
         return st.binary(max_size=limits.blobs)
-    raise ValueError(f"no strategy for field type {type_name!r}")
+    raise InvalidArgumentError(f"no strategy for field type {type_name!r}")
 
 
 def _field_strategy(

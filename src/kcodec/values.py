@@ -5,6 +5,7 @@ build compiles) because a ``bytes`` subclass and a generic ``Sequence`` stay ord
 from __future__ import annotations
 
 import base64
+import binascii
 import gc
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar, TypeVar, overload
@@ -29,12 +30,19 @@ class Uuid(bytes):
     ZERO: ClassVar[Uuid]
 
     def __new__(cls, value: bytes | bytearray | memoryview | str = bytes(16)) -> Uuid:
+        from kcodec.errors import InvalidArgumentError, WrongTypeError
+
         if isinstance(value, str):
-            raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
-        else:
+            try:
+                raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+            except (binascii.Error, ValueError) as e:
+                raise InvalidArgumentError(f"{value!r} is not a Kafka UUID (URL-safe base64): {e}") from None
+        elif isinstance(value, bytes | bytearray | memoryview):
             raw = bytes(value)
+        else:
+            raise WrongTypeError(f"a Kafka UUID is made from bytes or a string, not {type(value).__name__}")
         if len(raw) != 16:
-            raise ValueError(f"a Kafka UUID has 16 bytes, not {len(raw)}")
+            raise InvalidArgumentError(f"a Kafka UUID has 16 bytes, not {len(raw)}")
         return super().__new__(cls, raw)
 
     def __str__(self) -> str:

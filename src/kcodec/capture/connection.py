@@ -151,10 +151,8 @@ class ConnectionDecoder:
             self._fin.add(seg.src)
             if len(self._fin) >= 2:
                 self.closed = True
-        if self.kafka is None:
-            self._decide(seg)
-            if self.kafka is None:
-                return self._take()
+        if self.kafka is None and self._decide(seg):
+            return self._take()  # held (and, if that decided it, replayed)
         if self.kafka:
             self._add(seg)
         else:
@@ -175,25 +173,28 @@ class ConnectionDecoder:
 
     # --- deciding which side is the client ------------------------------------------------------------
 
-    def _decide(self, seg: Segment) -> None:
+    def _decide(self, seg: Segment) -> bool:
+        """Decide which side is the client if the ports tell; else hold ``seg`` for autodetection
+        (True: ``seg`` was taken)."""
         a, b = self._a, self._b
         assert a is not None and b is not None
         a_kafka, b_kafka = _port(a) in self.ports, _port(b) in self.ports
         if a_kafka != b_kafka:
             self._start(b, a) if a_kafka else self._start(a, b)
-            return
+            return False
         if a_kafka and b_kafka:
             if b in self._syn_from and a not in self._syn_from:
                 self._start(b, a)
             else:
                 self._start(a, b)
-            return
+            return False
         if not self.autodetect:
             self.kafka = False
-            return
+            return False
         self._held.append(seg)
         self._held_bytes += len(seg.payload)
         self._probe(final=len(self._held) >= PROBE_SEGMENTS or self._held_bytes >= PROBE_BYTES)
+        return True
 
     def _probe(self, final: bool) -> None:
         """Autodetection: the side whose first bytes are a request is the client."""
@@ -219,6 +220,7 @@ class ConnectionDecoder:
         self.kafka = False
         self._foreign_bytes = self._held_bytes
         self._held = []
+        self._held_bytes = 0
 
     def _start(self, client: str, server: str, stream_start_seen: bool | None = None) -> None:
         self.client, self.server = client, server

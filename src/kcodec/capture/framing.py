@@ -221,9 +221,29 @@ class Framer:
             offset += n
         buf = self._buf
         if not buf:
+            if self.synced and not self.tentative:
+                data = self._whole_frames(offset, data)
+                if not data:
+                    return
+                offset = self._start
             self._start = offset
         buf += data
         self._cut()
+
+    def _whole_frames(self, offset: int, data: bytes) -> bytes:
+        """Emit the complete, plausible frames at the start of ``data`` straight from it (no copy
+        into the buffer); the rest of ``data`` is returned, and ``_start`` set to its offset."""
+        pos, n = 0, len(data)
+        emit, max_size, latest = self.emit, self.max_size, self.latest
+        while n - pos >= 4:
+            (size,) = _I32.unpack_from(data, pos)
+            end = pos + 4 + size
+            if size < 0 or size > max_size or end > n:
+                break
+            emit(RawFrame(offset + pos, data if pos == 0 and end == n else data[pos:end], latest, size))
+            pos = end
+        self._start = offset + pos
+        return data[pos:] if pos else data
 
     def _cut(self) -> None:
         buf = self._buf

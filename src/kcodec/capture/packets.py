@@ -242,7 +242,28 @@ class _Pcap:
             if found is None:
                 return
             r.pos = found
+        max_len, frac_max, jump = self.max_len, self.frac_max, MAX_TIME_JUMP
         while end is None or r.pos < end:
+            # fast path: a plausible record wholly in the buffer
+            buf = r.buf
+            i = r.pos - r.base
+            if i + 16 <= len(buf):
+                sec, frac, incl, orig = hdr.unpack_from(buf, i)
+                if (
+                    incl <= max_len
+                    and orig >= incl
+                    and frac < frac_max
+                    and i + 16 + incl <= len(buf)
+                    and (last_ts is None or -jump <= sec - last_ts <= jump)
+                ):
+                    index += 1
+                    last_ts = float(sec)
+                    rec_at = r.pos
+                    r.pos = rec_at + 16 + incl
+                    yield RawPacket(
+                        index, rec_at, sec + frac * unit, linktype, buf[i + 16 : i + 16 + incl], orig
+                    )
+                    continue
             if not r.need(16):
                 left = r.available()
                 if left:
@@ -323,7 +344,7 @@ class _PcapNg:
                 break
             if code == 9 and length >= 1:  # if_tsresol
                 v = value[0]
-                tick = 2.0 ** -(v & 0x7F) if v & 0x80 else 10.0 ** -v
+                tick = 2.0 ** -(v & 0x7F) if v & 0x80 else 10.0**-v
             elif code == 14 and length == 8:  # if_tsoffset
                 offset = float(struct.unpack(o + "q", value)[0])
             pos += 4 + length + (-length % 4)

@@ -99,7 +99,13 @@ class HalfStream:
             return
         assert self.base is not None
         nxt = self.next
-        off = nxt + _signed(((seq - self.base) & _M32) - (nxt & _M32))
+        rel = (seq - self.base) & _M32
+        if rel == nxt & _M32 and not self._heap:  # in order, nothing waiting: the common case
+            self.next = nxt + len(payload)
+            self.delivered += len(payload)
+            self.sink.data(nxt, payload, timestamp)
+            return
+        off = nxt + _signed(rel - (nxt & _M32))
         self._add(off, payload, timestamp)
 
     def settle(self) -> None:

@@ -219,9 +219,7 @@ def iter_segments(
             continue
         last_ts = item.timestamp
         try:
-            seg = _segment(
-                item.linktype, item.data, item.timestamp, name, item.index, item.offset, keep_acks
-            )
+            seg = _segment(item.linktype, item.data, item.timestamp, name, item.index, item.offset, keep_acks)
         except _Fragment:
             fragments += 1
             continue

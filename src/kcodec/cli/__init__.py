@@ -10,6 +10,7 @@ generator (``kcodec.codegen``).
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import click
 
@@ -18,15 +19,34 @@ from kcodec.cli.common import CONTEXT_SETTINGS
 #: command name -> (module under kcodec.cli, attribute, one-line help shown by ``kcodec --help``)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "apis": ("apis", "apis_command", "List every API: key, versions, flexible versions, spec sets."),
+    "broker": ("broker", "broker_command", "Run a mock Kafka cluster that enforces leader-epoch fencing."),
+    "broker-ctl": ("broker_ctl", "broker_ctl_command", "Control a running mock cluster."),
     "describe": ("describe", "describe_command", "Show the fields of a message at a version."),
     "generate": ("generate", "generate_command", "Generate a codec package from your own spec folder."),
     "decode-capture": ("decode_capture", "decode_capture_command", "Decode the Kafka traffic in a capture."),
     "versions": ("versions", "versions_command", "Broker API versions vs kcodec's, negotiated versions."),
+    "metadata": ("metadata", "metadata_command", "Brokers, topics, partitions, leaders (like kcat -L)."),
 }
 
 
+class OneLineUsageError(click.UsageError):
+    """A usage error shown as one line (``kcodec versions: Invalid value for TARGET: ...``), exit 2."""
+
+    def show(self, file: Any = None) -> None:
+        where = f"{self.ctx.command_path}: " if self.ctx is not None else ""
+        click.echo(f"{where}{self.format_message()}", file=file, err=True)
+
+
 class LazyGroup(click.Group):
-    """A click group whose subcommands are imported on first use."""
+    """A click group whose subcommands are imported on first use; usage errors are one line."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as e:
+            if isinstance(e, OneLineUsageError):
+                raise
+            raise OneLineUsageError(e.format_message(), e.ctx) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)

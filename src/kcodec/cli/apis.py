@@ -12,9 +12,16 @@ from kcodec.cli.common import console, json_line, ranges, source_ranges, version
 @click.command("apis")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per API (JSON lines).")
 def apis_command(as_json: bool) -> None:
-    """List every API: key, name, versions, flexible versions and the spec set of each version."""
+    """List every API: key, name, versions, flexible versions and the spec set of each version.
+
+    Versions in the "proposals" column come from a proposal spec set (not an Apache Kafka spec, e.g.
+    kcodec's KIP-359 Produce v14); negotiation never picks them unless asked to (--proposals).
+    """
+    from kcodec.coverage import gaps_reason, version_gaps
     from kcodec.registry import apis
 
+    gaps = version_gaps()
+    known = {a.key for a in apis()}
     if as_json:
         for a in apis():
             json_line(
@@ -32,14 +39,20 @@ def apis_command(as_json: bool) -> None:
                     "deprecated_versions": list(a.deprecated_versions),
                     "unstable_versions": list(a.unstable_versions),
                     "listeners": list(a.listeners),
+                    "missing_versions": list(gaps[a.key].missing) if a.key in gaps else [],
+                    "proposal_versions": {str(v): kip for v, kip in sorted(a.proposals.items())},
                 }
             )
+        for g in gaps.values():
+            if g.api_key not in known:
+                missing = list(g.missing)
+                json_line({"key": g.api_key, "name": g.api_name, "known": False, "missing_versions": missing})
         return
     table = Table(title="Kafka APIs known to kcodec", title_justify="left")
     table.add_column("key", justify="right", no_wrap=True)
     table.add_column("name", no_wrap=True)
     table.add_column("versions", no_wrap=True)
-    for name in ("flexible", "spec sets", "deprecated", "unstable"):
+    for name in ("flexible", "spec sets", "deprecated", "unstable", "missing", "proposals"):
         table.add_column(name)
     for a in apis():
         table.add_row(
@@ -50,5 +63,13 @@ def apis_command(as_json: bool) -> None:
             ", ".join(f"{version_text(lo, hi)} {escape(s)}" for lo, hi, s in source_ranges(a.sources)),
             ranges(a.deprecated_versions) or "",
             ranges(a.unstable_versions) or "",
+            f"[yellow]{ranges(gaps[a.key].missing)}[/]" if a.key in gaps else "",
+            ", ".join(f"v{v} {kip}" for v, kip in sorted(a.proposals.items())),
         )
-    console().print(table)
+    for g in gaps.values():
+        if g.api_key not in known:
+            gap_cell = f"[yellow]{ranges(g.missing)}[/]"
+            table.add_row(str(g.api_key), g.api_name, "-", "", "", "", "", gap_cell, "")
+    out = console()
+    out.print(table)
+    out.print(f"missing: versions Kafka defines that kcodec has no codec for; {escape(gaps_reason())}.")

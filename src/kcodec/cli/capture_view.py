@@ -1,74 +1,181 @@
-"""How ``kcodec decode-capture`` shows frames: one-line summaries and record lines (presentation only;
-the decoding is ``kcodec.capture``'s)."""
+"""How ``kcodec decode-capture`` shows a frame: a one-line summary that leads with errors and key
+content, record lines, and the full ``-V`` view (presentation only; the facts come from
+``kcodec.capture.facts``, the decoding from ``kcodec.capture``)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any, Literal
 
 from kcodec.capture import CapturedFrame
+from kcodec.capture.facts import Facts
+from kcodec.error_codes import error_name
 
-__all__ = ["record_lines", "records_fields", "summarize"]
+__all__ = ["error_text", "full_view", "record_lines", "records_fields", "summary_parts"]
+
+Part = tuple[str, str]  # (style: "error" | "note" | "" | "dim", text)
+
+# partition values: (attribute, label, shown when -1)
+_SHORT: dict[str, tuple[str, bool]] = {
+    "leader_id": ("leader ", True),
+    "leader_epoch": ("epoch ", True),
+    "current_leader_epoch": ("current epoch ", True),
+    "committed_leader_epoch": ("committed epoch ", False),
+    "last_fetched_epoch": ("last fetched epoch ", False),
+    "fetch_offset": ("@", True),
+    "base_offset": ("base ", True),
+    "committed_offset": ("committed ", True),
+    "high_watermark": ("hw ", True),
+    "last_stable_offset": ("lso ", False),
+    "log_start_offset": ("log start ", False),
+    "timestamp": ("ts ", True),
+    "offset": ("offset ", True),
+    "end_offset": ("end ", True),
+    "epoch": ("epoch ", True),
+}
+_KEY_LABELS = {
+    "generation_id": "generation",
+    "generation_id_or_member_epoch": "generation",
+    "client_software_name": "software",
+    "allow_auto_topic_creation": "auto-create",
+}
+_MAX_TOPICS = 8
+_MAX_PARTITIONS = 12
 
 
-def summarize(frame: CapturedFrame, width: int = 100) -> str:
-    """A one-line summary of a frame: error, or key fields, topics, record bytes and error codes."""
+def error_text(code: int) -> str:
+    """``"NOT_LEADER_OR_FOLLOWER (6)"``."""
+    return f"{error_name(code)} ({code})"
+
+
+def _size(n: int) -> str:
+    return f"{n}B" if n < 10_000 else f"{n / 1000:.1f}kB" if n < 10_000_000 else f"{n / 1e6:.1f}MB"
+
+
+def _errors(facts: Facts) -> list[Part]:
+    by_code: dict[int, list[str]] = {}
+    for code, where in facts.error_codes:
+        by_code.setdefault(code, []).append(where)
+    out: list[Part] = []
+    for code, wheres in by_code.items():
+        places = [w for w in dict.fromkeys(wheres) if w]
+        text = error_text(code)
+        if places:
+            text += " " + ", ".join(places[:4]) + (f" +{len(places) - 4}" if len(places) > 4 else "")
+        elif len(wheres) > 1:
+            text += f" x{len(wheres)}"
+        out.append(("error", text))
+    return out
+
+
+def _keys(frame: CapturedFrame, facts: Facts) -> list[Part]:
+    values = dict(facts.values)
+    out: list[Part] = []
+    name = values.pop("client_software_name", None)
+    version = values.pop("client_software_version", None)
+    if name is not None:
+        out.append(("", f"software {name} {version or ''}".rstrip()))
+    if frame.message_name == "MetadataRequest":
+        topics = getattr(frame.body, "topics", None)
+        if topics is None:
+            out.append(("", "all topics"))
+        elif not topics:
+            out.append(("", "no topics (brokers only)"))
+    for key, value in values.items():
+        if value is None or value == "" or (key in ("acks", "isolation_level", "session_id") and value == 0):
+            continue
+        if key in ("producer_id", "producer_epoch", "controller_id") and value == -1:
+            continue
+        label = _KEY_LABELS.get(key, key)
+        out.append(("", f"{label} {value!r}" if isinstance(value, str) else f"{label} {value}"))
+    return out
+
+
+def _partition(p: Any) -> str:
+    bits = [str(p.partition)]
+    for attr, value in p.values.items():
+        label, keep_negative = _SHORT.get(attr, (attr + " ", True))
+        if value == -1 and not keep_negative:
+            continue
+        bits.append(f"{label}{value}")
+    if p.error_code:
+        bits.append(error_name(p.error_code))
+    if p.records_bytes:
+        bits.append(f"records {_size(p.records_bytes)}")
+    return " ".join(bits)
+
+
+def _topics(facts: Facts) -> list[Part]:
+    groups: dict[str, list[Any]] = {}
+    for p in facts.partitions:
+        groups.setdefault(p.topic or p.topic_id or "?", []).append(p)
+    out: list[Part] = []
+    for topic, parts in list(groups.items())[:_MAX_TOPICS]:
+        shown = "; ".join(_partition(p) for p in parts[:_MAX_PARTITIONS])
+        more = f"; +{len(parts) - _MAX_PARTITIONS} partitions" if len(parts) > _MAX_PARTITIONS else ""
+        out.append(("", f"{topic}[{shown}{more}]"))
+    if len(groups) > _MAX_TOPICS:
+        out.append(("", f"+{len(groups) - _MAX_TOPICS} topics"))
+    if not groups and facts.topics:
+        names = [n or i or "?" for n, i in dict.fromkeys(facts.topics)]
+        more = f" +{len(names) - _MAX_TOPICS}" if len(names) > _MAX_TOPICS else ""
+        out.append(("", "topics " + ", ".join(names[:_MAX_TOPICS]) + more))
+    return out
+
+
+def summary_parts(frame: CapturedFrame, facts: Facts | None) -> list[Part]:
+    """The pieces of a frame's summary, most important first: the decode error or Kafka error codes,
+    diagnostics, key fields, brokers, topic-partitions with their offsets and epochs, other counts."""
+    out: list[Part] = []
     if frame.error is not None:
-        return f"{type(frame.error).__name__}: {frame.error}"
-    if frame.body is None:
-        return ""
-    from kcodec.codec import message_info
+        out.append(("error", f"{type(frame.error).__name__}: {frame.error}"))
+    if facts is not None:
+        out += _errors(facts)
+    notes = [d for d in frame.diagnostics if frame.error is None or not d.endswith(str(frame.error))]
+    out += [("note", f"[{d}]") for d in notes]
+    if facts is None:
+        return out
+    out += _keys(frame, facts)
+    if facts.brokers:
+        shown = ", ".join(f"{n}={h}:{p}" for n, h, p in facts.brokers[:6])
+        more = f" +{len(facts.brokers) - 6}" if len(facts.brokers) > 6 else ""
+        label = "coordinator" if "Coordinator" in (frame.message_name or "") else "brokers"
+        out.append(("", f"{label} {shown}{more}"))
+    if facts.records_bytes and not facts.partitions:
+        out.append(("", f"records {_size(facts.records_bytes)}"))
+    out += _topics(facts)
+    out += [
+        ("dim", f"{name} {n}") for name, n in facts.counts.items() if name not in ("brokers", "coordinators")
+    ]
+    return out
 
-    body = frame.body
-    name = type(body).MESSAGE_NAME
-    version = frame.api_version or 0
-    info = message_info(name)
-    parts: list[str] = []
-    topics: list[str] = []
-    counts: dict[str, int] = defaultdict(int)
-    errors: dict[int, int] = defaultdict(int)
-    record_bytes = 0
 
-    def walk(struct_name: str, obj: Any, depth: int) -> None:
-        nonlocal record_bytes
-        for f in info.fields_at(struct_name, version):
-            value = getattr(obj, f.attr, None)
-            if value is None:
-                continue
-            child = f.struct_name
-            if f.is_array and child is not None:
-                counts[f.attr] += len(value)
-                for item in value:
-                    walk(child, item, depth + 1)
-                continue
-            if child is not None:
-                walk(child, value, depth + 1)
-                continue
-            if f.type == "records":
-                record_bytes += len(value)
-            elif f.attr == "error_code" and value:
-                errors[int(value)] += 1
-            elif depth == 1 and f.attr in ("name", "topic", "topic_name") and "topic" in struct_name.lower():
-                topics.append(str(value))
-            elif depth == 0 and _interesting(f.attr, value, f.default):
-                parts.append(f"{f.attr}={_short(value)}")
+def full_view(frame: CapturedFrame) -> list[str]:
+    """``-V``: the header and body as an indented tree of Kafka JSON fields."""
+    d = frame.to_dict()
+    lines: list[str] = []
 
-    walk(name, body, 0)
-    head: list[str] = []
-    if frame.diagnostics:
-        head.append("[" + "; ".join(frame.diagnostics) + "]")
-    if errors:
-        codes = (f"{code}x{n}" if n > 1 else str(code) for code, n in sorted(errors.items()))
-        head.append("error_codes=" + ",".join(codes))
-    if record_bytes:
-        head.append(f"records={record_bytes}B")
-    if topics:
-        uniq = list(dict.fromkeys(topics))
-        parts.append("topics=" + ",".join(uniq[:3]) + ("..." if len(uniq) > 3 else ""))
-    parts.extend(f"{attr}={n}" for attr, n in counts.items() if attr != "topics")
-    parts = head + parts
-    text = " ".join(parts)
-    return text if len(text) <= width else text[: width - 3] + "..."
+    def walk(key: str, value: Any, depth: int) -> None:
+        pad = "  " * depth
+        if isinstance(value, dict):
+            lines.append(f"{pad}{key}:")
+            for k, v in value.items():
+                walk(k, v, depth + 1)
+        elif isinstance(value, list) and value and isinstance(value[0], dict | list):
+            lines.append(f"{pad}{key}: [{len(value)}]")
+            for i, v in enumerate(value):
+                walk(f"[{i}]", v, depth + 1)
+        else:
+            text = repr(value) if isinstance(value, str) else "null" if value is None else str(value)
+            if key in ("errorCode",) and isinstance(value, int) and value:
+                text += f" {error_name(value)}"
+            lines.append(f"{pad}{key}: {text}")
+
+    for part in ("header", "body"):
+        if d.get(part) is not None:
+            walk(part, d[part], 1)
+    for diag in frame.diagnostics:
+        lines.append(f"  ! {diag}")
+    return lines
 
 
 def records_fields(frame: CapturedFrame) -> list[tuple[str, Any]]:
@@ -149,14 +256,3 @@ def record_lines(
         if view["truncatedBytes"]:
             lines.append(f"  ({view['truncatedBytes']} bytes of an incomplete last batch)")
     return lines
-
-
-def _interesting(attr: str, value: Any, default: Any) -> bool:
-    if isinstance(value, bool | int | float | str):
-        return bool(value != default) and attr != "throttle_time_ms"
-    return False
-
-
-def _short(value: Any) -> str:
-    text = repr(value) if isinstance(value, str) else str(value)
-    return text if len(text) <= 40 else text[:37] + "..."

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
+
+from kcodec.errors import KcodecError
+
+if TYPE_CHECKING:
+    from kcodec.client import ConnectionSettings
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -54,3 +59,90 @@ def source_ranges(sources: dict[int, str]) -> list[tuple[int, int, str]]:
 def version_text(lo: int, hi: int) -> str:
     """``(3, 3)`` -> ``"v3"``, ``(0, 12)`` -> ``"v0-12"``."""
     return f"v{lo}" if lo == hi else f"v{lo}-{hi}"
+
+
+# --- connecting to brokers (versions, metadata) -------------------------------------------------
+
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_FILE = click.Path(exists=True, dir_okay=False, readable=True)
+
+
+def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every command that talks to brokers shares: timeout, TLS and SASL."""
+    options = [
+        click.option(
+            "--timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            default=5.0,
+            show_default=True,
+            help="Seconds to wait for each connection and response.",
+        ),
+        click.option("--tls", is_flag=True, help="Connect with TLS (the system's CAs unless --tls-ca)."),
+        click.option("--tls-ca", type=_FILE, help="CA certificates (PEM) for the broker's; implies --tls."),
+        click.option("--tls-cert", type=_FILE, help="Client certificate (PEM), mutual TLS; implies --tls."),
+        click.option("--tls-key", type=_FILE, help="Private key (PEM) of --tls-cert, if in its own file."),
+        click.option(
+            "--tls-insecure",
+            is_flag=True,
+            help="Do not verify the broker's certificate or host name (testing only); implies --tls.",
+        ),
+        click.option(
+            "--sasl-mechanism",
+            type=click.Choice(SASL_MECHANISMS, case_sensitive=False),
+            help="Authenticate with SASL; the username and password come from $KCODEC_SASL_USERNAME and "
+            "$KCODEC_SASL_PASSWORD.",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def connection_settings(
+    timeout: float,
+    tls: bool,
+    tls_ca: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
+    tls_insecure: bool,
+    sasl_mechanism: str | None,
+) -> ConnectionSettings:
+    """The :class:`~kcodec.client.ConnectionSettings` for the options of :func:`connection_options`;
+    bad combinations are usage errors (exit 2)."""
+    from kcodec.client import ConnectionSettings, tls_context
+    from kcodec.sasl import SaslCredentials
+
+    context = None
+    if tls or tls_ca or tls_cert or tls_key or tls_insecure:
+        if tls_key and not tls_cert:
+            raise click.BadParameter("--tls-key needs --tls-cert", param_hint="--tls-key")
+        try:
+            context = tls_context(tls_ca, tls_cert, tls_key, verify=not tls_insecure)
+        except KcodecError as e:
+            raise click.BadParameter(str(e), param_hint="--tls-ca/--tls-cert/--tls-key") from None
+    sasl = None
+    if sasl_mechanism:
+        try:
+            sasl = SaslCredentials.from_env(sasl_mechanism.upper())
+        except KcodecError as e:
+            raise click.BadParameter(str(e), param_hint="--sasl-mechanism") from None
+    return ConnectionSettings(timeout=timeout, ssl_context=context, sasl=sasl)
+
+
+def broker_address(target: str, param_hint: str = "HOST:PORT") -> tuple[str, int]:
+    """``HOST:PORT`` → ``(host, port)``; a bad one is a usage error (exit 2) that says what is wrong."""
+    from kcodec.client import parse_host_port
+
+    try:
+        return parse_host_port(target)
+    except KcodecError as e:
+        raise click.BadParameter(str(e), param_hint=param_hint) from None
+
+
+def parse_listen(text: str, option: str) -> tuple[str, int]:
+    """``"127.0.0.1:9092"`` -> ``("127.0.0.1", 9092)``; a usage error (exit 2) otherwise."""
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise click.BadParameter(f"{text!r}: expected HOST:PORT (port 0-65535)", param_hint=option)
+    return host, int(port)

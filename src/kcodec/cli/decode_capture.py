@@ -1,40 +1,105 @@
-"""``kcodec decode-capture``: the Kafka traffic in a pcap/pcapng file, as a table or JSON lines."""
+"""``kcodec decode-capture``: the Kafka traffic in a pcap/pcapng file, as a table or JSON lines.
+
+Exit codes: 0 decoded (problems in the capture are reported, not fatal), 1 the file cannot be read or
+is no capture, 2 usage error, 3 a ``--fail-on`` condition was met, 130 interrupted (Ctrl-C).
+"""
 
 from __future__ import annotations
 
-import datetime as _dt
+import sys
 from pathlib import Path
-from typing import Literal
+from typing import IO, Any, Literal
 
 import click
-from rich.markup import escape
 
-from kcodec.cli.common import console as make_console
-from kcodec.cli.common import json_line
-from kcodec.errors import KcodecError
+from kcodec.cli.capture_filters import EventFilter, parse_addresses, parse_apis
+from kcodec.cli.common import CONTEXT_SETTINGS
 
-
-def _clock(ts: float) -> str:
-    return _dt.datetime.fromtimestamp(ts, tz=_dt.UTC).strftime("%H:%M:%S.%f")[:-3]
+EXIT_UNREADABLE, EXIT_FAIL_ON, EXIT_INTERRUPTED = 1, 3, 130
+FAIL_ON = ("issues", "errors", "error-codes", "diagnostics")
 
 
-@click.command("decode-capture")
-@click.argument("capture", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+class _Counting:
+    """A binary file wrapper that counts the bytes read (for the progress bar)."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self.f = f
+        self.count = 0
+        self.name = getattr(f, "name", "-")
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n)
+        self.count += len(data)
+        return data
+
+    def seek(self, pos: int) -> int:
+        self.count = pos
+        return self.f.seek(pos)
+
+
+def _fail_on(values: tuple[str, ...]) -> frozenset[str]:
+    out: set[str] = set()
+    for value in values:
+        for item in value.split(","):
+            item = item.strip()
+            if item not in FAIL_ON:
+                raise click.BadParameter(
+                    f"{item!r} is not one of {', '.join(FAIL_ON)}", param_hint="--fail-on"
+                )
+            out.add(item)
+    return frozenset(out)
+
+
+@click.command("decode-capture", context_settings=CONTEXT_SETTINGS)
+@click.argument("capture", metavar="CAPTURE")
 @click.option(
-    "--json",
-    "as_json",
+    "--json", "as_json", is_flag=True, help="JSON lines: one object per frame, issue (and summary)."
+)
+@click.option(
+    "--summary",
     is_flag=True,
-    help="JSON lines: one object per frame (header and body as Kafka JSON) or stream issue.",
+    help="Print totals instead of frames: per API and version, error codes, "
+    "latency percentiles, clients and the versions they used, leader-epoch fencing, issues.",
 )
-@click.option("--strict", is_flag=True, help="Reject frames with bytes left after the body.")
+@click.option("--api", "apis", multiple=True, metavar="NAME[,NAME]", help="Only these APIs (names or keys).")
 @click.option(
-    "--port", "ports", type=int, multiple=True, help="A Kafka broker port (repeatable), in addition to 9092."
+    "--client",
+    "clients",
+    multiple=True,
+    metavar="ADDR",
+    help="Only connections from HOST, HOST:PORT or :PORT.",
 )
 @click.option(
-    "--no-autodetect",
-    is_flag=True,
-    help="Only decode connections on Kafka ports (do not probe other TCP flows).",
+    "--server", "servers", multiple=True, metavar="ADDR", help="Only connections to HOST, HOST:PORT or :PORT."
 )
+@click.option(
+    "--topic", "topics", multiple=True, metavar="NAME", help="Only frames about this topic (ids resolved)."
+)
+@click.option(
+    "--errors-only", is_flag=True, help="Only frames that failed to decode or carry a Kafka error code."
+)
+@click.option(
+    "-c", "--count", type=click.IntRange(min=1), default=None, metavar="N", help="Stop after N frames."
+)
+@click.option("-V", "--verbose", is_flag=True, help="Table: every field of each frame shown below its row.")
+@click.option(
+    "--fail-on",
+    "fail_on",
+    multiple=True,
+    metavar="WHAT",
+    help=f"Exit 3 if the frames shown have any of: {', '.join(FAIL_ON)} (comma-separated, repeatable).",
+)
+@click.option(
+    "--strict", is_flag=True, help="No leniency: bytes after a body or a known off-spec layout is an error."
+)
+@click.option(
+    "--port",
+    "ports",
+    type=click.IntRange(1, 65535),
+    multiple=True,
+    help="A Kafka broker port (repeatable), in addition to 9092.",
+)
+@click.option("--no-autodetect", is_flag=True, help="Only decode connections on Kafka ports.")
 @click.option(
     "--records",
     "records_mode",
@@ -44,66 +109,70 @@ def _clock(ts: float) -> str:
     help="Records fields: raw (one base64 blob, Kafka JSON) or expanded into batches and records, with "
     "keys/values as base64 or as text where valid UTF-8 (table: a line per record).",
 )
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Progress on stderr (default: when it is a terminal and the frames do not go to the same terminal).",
+)
 def decode_capture_command(
-    capture: Path,
+    capture: str,
     as_json: bool,
+    summary: bool,
+    apis: tuple[str, ...],
+    clients: tuple[str, ...],
+    servers: tuple[str, ...],
+    topics: tuple[str, ...],
+    errors_only: bool,
+    count: int | None,
+    verbose: bool,
+    fail_on: tuple[str, ...],
     strict: bool,
     ports: tuple[int, ...],
     no_autodetect: bool,
     records_mode: Literal["raw", "base64", "text"],
+    progress: bool | None,
 ) -> None:
-    """Decode the Kafka traffic in a pcap/pcapng capture.
+    """Decode the Kafka traffic in a pcap/pcapng capture (CAPTURE: a file, or - for standard input).
 
     Each TCP connection is reassembled, cut into frames and decoded: requests from the client,
-    responses matched to them by correlation id. Undecodable frames and stream problems (gaps,
-    a truncated tail) are reported, never fatal: the exit code is 0 even then (1 only if the
-    file is not a pcap/pcapng file).
+    responses matched to them by correlation id. Frames stream out as they are decoded. Undecodable
+    frames, off-spec frames (with how they were read) and problems with the file or the streams are
+    reported, never fatal. Exit codes: 0 decoded, 1 unreadable file, 2 usage, 3 --fail-on met,
+    130 interrupted.
     """
-    from kcodec.capture import DEFAULT_PORTS, CapturedFrame, CaptureIssue, iter_capture
-    from kcodec.cli.capture_view import record_lines, summarize
+    flt = EventFilter(
+        apis=parse_apis(apis),
+        clients=parse_addresses(clients, "--client"),
+        servers=parse_addresses(servers, "--server"),
+        topics=frozenset(topics) if topics else None,
+        errors_only=errors_only,
+    )
+    conditions = _fail_on(fail_on)
+    from kcodec.cli.capture_run import Run
 
-    all_ports = tuple(dict.fromkeys((*DEFAULT_PORTS, *ports)))
-    events = iter_capture(capture, ports=all_ports, autodetect=not no_autodetect, strict=strict)
-    console = make_console()
-    frames = requests = bad = issues = 0
-    conns: set[int] = set()
     try:
-        for ev in events:
-            if as_json:
-                json_line(ev.to_dict(records=records_mode) if isinstance(ev, CapturedFrame) else ev.to_dict())
-                continue
-            if isinstance(ev, CaptureIssue):
-                issues += 1
-                where = f"#{ev.connection}" if ev.connection is not None else ""
-                text = f"{ev.kind}: {escape(ev.message)}"
-                console.print(f"{_clock(ev.timestamp)} {where:>5} !! [yellow]{text}[/]")
-                continue
-            frames += 1
-            requests += ev.direction == "request"
-            bad += ev.error is not None
-            if ev.connection not in conns:
-                conns.add(ev.connection)
-                console.print(f"connection #{ev.connection}: {escape(ev.client)} -> {escape(ev.server)}")
-            name = ev.api_name or (f"key {ev.api_key}" if ev.api_key is not None else "?")
-            api_text = f"{name} v{ev.api_version}" if ev.api_version is not None else name
-            summary = escape(summarize(ev, width=10**6))
-            if ev.error is not None:
-                summary = f"[red]{summary}[/]"
-            elif ev.direction == "response" and ev.latency is not None:
-                summary = f"{summary} [dim]({ev.latency * 1000:.1f} ms)[/]".lstrip()
-            arrow = "->" if ev.direction == "request" else "<-"
-            corr = "" if ev.correlation_id is None else str(ev.correlation_id)
-            console.print(
-                f"{_clock(ev.timestamp)} {'#' + str(ev.connection):>5} {arrow} {escape(api_text):<28} "
-                f"{corr:>6} {ev.size if ev.size is not None else '?':>7}  {summary}"
-            )
-            if records_mode != "raw":
-                for line in record_lines(ev, values=records_mode):
-                    console.print(f"{'':>52}[dim]{escape(line)}[/]")
-    except KcodecError as e:
-        raise click.ClickException(f"{capture}: {e}") from None
-    if not as_json:
-        console.print(
-            f"{frames} frames ({requests} requests, {frames - requests} responses) on "
-            f"{len(conns)} connections; {bad} undecodable; {issues} stream issues"
-        )
+        source: Any = sys.stdin.buffer if capture == "-" else open(Path(capture), "rb")  # noqa: SIM115
+    except OSError as e:
+        click.echo(f"Error: {capture}: {e.strerror or e}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    counting = _Counting(source)
+    run = Run(
+        counting,
+        label=capture,
+        flt=flt,
+        as_json=as_json,
+        summary=summary,
+        count=count,
+        verbose=verbose,
+        strict=strict,
+        ports=ports,
+        autodetect=not no_autodetect,
+        records=records_mode,
+        progress=progress,
+    )
+    try:
+        code = run.execute(conditions)
+    finally:
+        if source is not sys.stdin.buffer:
+            source.close()
+    sys.exit(code)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from typing import Any
 
@@ -13,6 +14,22 @@ from kcodec.cli.common import console
 from kcodec.errors import KcodecError
 from kcodec.model import Uuid
 from kcodec.schema import STRUCT_DEFAULT, FieldInfo, MessageInfo, range_text
+
+
+def suggestions(name: str, limit: int = 5) -> list[str]:
+    """Message and API names close to ``name``: close spellings first (difflib), then names that
+    contain it (``FetchReqest`` -> FetchRequest; ``offsetfetch`` -> OffsetFetchRequest, ...)."""
+    from kcodec.codec import message_names
+    from kcodec.registry import apis
+
+    names = [*message_names(), *(a.name for a in apis())]
+    lowered: dict[str, str] = {}
+    for n in names:
+        lowered.setdefault(n.lower(), n)
+    key = name.lower()
+    close = difflib.get_close_matches(key, list(lowered), n=limit, cutoff=0.75)
+    contained = sorted(low for low in lowered if key and key in low and low not in close)
+    return [lowered[low] for low in [*close, *contained]][:limit]
 
 
 def resolve_message(name: str) -> str:
@@ -30,8 +47,7 @@ def resolve_message(name: str) -> str:
         return api(int(name) if name.isdigit() else name).request
     except KcodecError:
         pass
-    close = [n for n in names if name.lower() in n.lower()][:8]
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    hint = f"; did you mean {', '.join(suggestions(name))}?" if suggestions(name) else ""
     raise click.BadParameter(f"no message or API named {name!r}{hint}", param_hint="MESSAGE")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kcodec.codegen.merge import MergedMessage
+from kcodec.codegen.spec.errors import SpecError
 from kcodec.codegen.spec.fields import to_snake
 
 #: Kafka's exceptions to the header-version rules (ApiMessageType.requestHeaderVersion/responseHeaderVersion).
@@ -81,11 +82,31 @@ def api_rows(messages: list[MergedMessage], set_order: list[str]) -> list[ApiRow
     return rows
 
 
+def proposal_sets(sets: list[dict[str, object]]) -> dict[str, str]:
+    """Set name -> what it proposes (``"KIP-359"``) for the sets ``sets.json`` marks as proposals."""
+    return {str(s["name"]): str(s["proposal"]) for s in sets if s.get("proposal")}
+
+
+def check_proposals(messages: list[MergedMessage], proposals: dict[str, str]) -> None:
+    """A proposal set may only add versions: none it defines may be defined by a released set too."""
+    for m in messages:
+        released = {v for s in m.specs if s.source not in proposals for v in s.valid_versions}
+        for s in m.specs:
+            clash = sorted(released & set(s.valid_versions)) if s.source in proposals else []
+            if clash:
+                raise SpecError(
+                    f"{s.source}/{m.name}.json",
+                    f"the proposal set redefines released versions {clash}; it may only add versions",
+                )
+
+
 def index_plan(
     messages: list[MergedMessage], sources: list[str], sets: list[dict[str, object]]
 ) -> dict[str, object]:
     """What the generated package's ``__init__`` (the index) holds: API rows, message table, spec sets."""
     rows = []
+    proposals = proposal_sets(sets)
+    check_proposals(messages, proposals)
     for row in api_rows(messages, [str(s["name"]) for s in sets]):
         lo, hi = row.versions
         vs = range(lo, hi + 1)
@@ -104,6 +125,7 @@ def index_plan(
             "unstable": row.unstable(),
             "listeners": row.listeners(),
             "aliases": list(row.aliases),
+            "proposals": {v: proposals[row.owner(v)] for v in vs if row.owner(v) in proposals},
         })
     table = [
         {"name": m.name, "module": to_snake(m.name), "kind": m.kind, "api_key": m.api_key,

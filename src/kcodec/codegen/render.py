@@ -14,6 +14,8 @@ TEMPLATES = Path(__file__).parent / "templates" / "python"
 
 #: subpackage of the generated package holding the construct definitions (kcodec.construct_backend).
 CONSTRUCT_PACKAGE = "construct_"
+#: module of the generated package with the typed overloads of the by-name API (kcodec.messages)
+TYPING_MODULE = "typing_api"
 
 
 def environment() -> jinja2.Environment:
@@ -58,6 +60,10 @@ def render_package(plan: PackagePlan) -> dict[str, dict[str, str]]:
         constructs[f"{module.module}.py"] = render_construct(env, module)
     package["__init__.py"] = tidy(env.get_template("index.py.j2").render(**plan.index))
     package["wire_types.py"] = runtime_copy()
+    typing_rows = sorted(plan.index["messages"], key=lambda m: m["name"])  # type: ignore[call-overload]
+    package[f"{TYPING_MODULE}.py"] = tidy(
+        env.get_template("typing_api.py.j2").render(messages=typing_rows, sources=plan.index["sources"])
+    )
     construct_index = env.get_template("construct_index.py.j2")
     constructs["__init__.py"] = tidy(construct_index.render(sources=plan.index["sources"]))
     return {"": package, CONSTRUCT_PACKAGE: constructs}

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import crc32c
 
-from kcodec.errors import EncodeError
+from kcodec.errors import EncodeError, InvalidArgumentError, WrongTypeError
 from kcodec.records import batch as _v2
 from kcodec.records.compression import compress
 from kcodec.records.model import (
@@ -47,6 +47,23 @@ def _varint_bytes(value: int) -> bytes:
 _SMALL_VARINTS: list[bytes] = [_varint_bytes(v) for v in range(-8192, 8192)]
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_ints(records: list[AnyRecord], compression_level: int | None, timestamp_type: object) -> None:
+    if compression_level is not None and not _is_int(compression_level):
+        kind = type(compression_level).__name__
+        raise WrongTypeError(f"compression_level must be an int or None, not {kind}")
+    if not _is_int(timestamp_type) or timestamp_type not in {t.value for t in TimestampType}:
+        raise InvalidArgumentError(f"unknown timestamp type {timestamp_type!r}")
+    for r in records:
+        if not _is_int(r.timestamp):
+            raise WrongTypeError(f"record timestamp must be an int, not {type(r.timestamp).__name__}")
+        if r.offset is not None and not _is_int(r.offset):
+            raise WrongTypeError(f"record offset must be an int or None, not {type(r.offset).__name__}")
+
+
 def _offsets(records: list[AnyRecord], base_offset: int) -> list[int]:
     offsets: list[int] = []
     prev: int | None = None
@@ -64,6 +81,14 @@ def _offsets(records: list[AnyRecord], base_offset: int) -> list[int]:
 def _check_bytes(value: object, what: str) -> None:
     if value is not None and not isinstance(value, bytes | bytearray | memoryview):
         raise EncodeError(f"record {what} must be bytes or None, not {type(value).__name__}")
+
+
+def _compression(value: Compression | str) -> Compression:
+    try:
+        return Compression(value)
+    except ValueError:
+        known = ", ".join(c.value for c in Compression)
+        raise InvalidArgumentError(f"unknown compression {value!r} (kcodec knows {known})") from None
 
 
 def build_batch(
@@ -91,13 +116,15 @@ def build_batch(
     relative inner offsets); no headers, producer state, transactions or control batches (Kafka
     refuses them too) and no zstd.
     """
-    codec = Compression(compression)
+    codec = _compression(compression)
     recs = list(records)
     if not recs:
         raise EncodeError("a batch needs at least one record")
     for r in recs:
         _check_bytes(r.key, "key")
         _check_bytes(r.value, "value")
+    _check_ints(recs, compression_level, timestamp_type)
+    timestamp_type = TimestampType(timestamp_type)
     if timestamp_type is TimestampType.LOG_APPEND_TIME and log_append_time is None:
         raise EncodeError("timestamp_type LOG_APPEND_TIME needs log_append_time")
     offsets = _offsets(recs, base_offset)

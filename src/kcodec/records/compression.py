@@ -21,6 +21,7 @@ import struct
 import cramjam
 
 from kcodec._wire import Buffer
+from kcodec.errors import InvalidArgumentError, KcodecError
 from kcodec.records import lz4frame
 from kcodec.records.model import Compression
 
@@ -32,7 +33,7 @@ _XERIAL_BLOCK = 32 * 1024
 _TOO_SMALL = "failed to write whole buffer"
 
 
-class CodecError(Exception):
+class CodecError(KcodecError):
     """The compressed bytes are corrupt; ``position``: where in them, as far as known (else 0)."""
 
     def __init__(self, message: str, position: int = 0) -> None:
@@ -56,7 +57,7 @@ def compress(codec: Compression, data: Buffer, *, magic: int = 2, level: int | N
         return bytes(cramjam.zstd.compress(data, level=level))
     if codec is Compression.NONE:
         return bytes(data)
-    raise ValueError(f"unknown codec {codec!r}")
+    raise InvalidArgumentError(f"unknown codec {codec!r}")
 
 
 def decompress(
@@ -80,7 +81,7 @@ def decompress(
         return _bounded(cramjam.zstd.decompress_into, data, _zstd_hint(data), max_size, "zstd")
     if codec is Compression.NONE:
         return bytes(data)
-    raise ValueError(f"unknown codec {codec!r}")
+    raise InvalidArgumentError(f"unknown codec {codec!r}")
 
 
 def xerial_compress(data: Buffer) -> bytes:

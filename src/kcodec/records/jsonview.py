@@ -30,8 +30,8 @@ from __future__ import annotations
 import base64
 from typing import Any, Literal
 
-from kcodec._wire import Buffer
-from kcodec.errors import DecodeError, KcodecError
+from kcodec._wire import Buffer, byte_view
+from kcodec.errors import DecodeError, InvalidArgumentError, KcodecError
 from kcodec.records import batch as _v2
 from kcodec.records import legacy as _legacy
 from kcodec.records.base import Batch
@@ -149,9 +149,9 @@ def records_to_json(
     if data is None:
         return None
     if values not in VALUE_MODES:
-        raise ValueError(f"values must be one of {VALUE_MODES}, not {values!r}")
+        raise InvalidArgumentError(f"values must be one of {VALUE_MODES}, not {values!r}")
     text = values == "text"
-    buf = memoryview(data).cast("B") if isinstance(data, memoryview) else memoryview(data)
+    buf = byte_view(data)
     n = len(buf)
     batches: list[dict[str, Any]] = []
     out: dict[str, Any] = {"sizeInBytes": n, "batches": batches, "truncatedBytes": 0}

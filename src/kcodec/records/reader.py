@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-from kcodec._wire import Buffer
+from kcodec._wire import Buffer, byte_view
 from kcodec.records import batch as _v2
 from kcodec.records import legacy as _legacy
 from kcodec.records.base import Batch
@@ -63,7 +63,7 @@ class RecordBatches(Iterator[Batch]):
         max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
         allow_truncated: bool = True,
     ) -> None:
-        self._buf = memoryview(data).cast("B") if isinstance(data, memoryview) else memoryview(data)
+        self._buf = byte_view(data)
         self._pos = 0
         self._verify_crc = verify_crc
         self._max = max_decompressed_size

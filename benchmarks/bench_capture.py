@@ -1,0 +1,113 @@
+"""Capture decoding speed and memory: ``kcodec decode-capture`` (``--json`` and the table) beside
+``tshark -T json`` on the same generated capture (benchmark, not a test).
+
+    python benchmarks/bench_capture.py [--mb 60] [--runs 3] [--capture FILE]
+
+The capture is made by ``capture_workload.write_capture`` (client/broker sessions: Produce with
+record batches, Fetch, Metadata, OffsetCommit, Heartbeat, ...). Each command runs in its own process
+with its output sent to /dev/null; its wall time, CPU time (user + system) and peak resident memory
+come from ``os.wait4``; the best of ``--runs`` is kept. MB/s is capture bytes per second; frames/s
+counts the Kafka frames in the capture. Debian's ``tshark`` is installed with apt-get if it is
+missing (needs root). The machine may be shared: CPU time is the steadier figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from capture_workload import write_capture  # noqa: E402
+
+
+def ensure_tshark() -> str:
+    found = shutil.which("tshark")
+    if found:
+        return found
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    print("installing tshark (apt-get install -y -q tshark) ...", file=sys.stderr)
+    subprocess.run(["apt-get", "update", "-q"], check=False, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["apt-get", "install", "-y", "-q", "tshark"], check=True, env=env, stdout=subprocess.DEVNULL
+    )
+    found = shutil.which("tshark")
+    if not found:
+        raise SystemExit("tshark could not be installed")
+    return found
+
+
+def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS in MB) of one run of ``cmd``."""
+    with open(os.devnull, "wb") as null:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=null, stderr=subprocess.PIPE, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {err[-500:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    parser.add_argument("--mb", type=float, default=60.0, help="size of the generated capture (MB)")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--capture", type=Path, help="use this capture instead of generating one")
+    args = parser.parse_args()
+
+    tshark = ensure_tshark()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as installed: .pyc used
+    kcodec = [sys.executable, "-m", "kcodec.cli", "decode-capture"]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.capture
+        frames = None
+        if path is None:
+            path = Path(tmp) / "bench.pcap"
+            frames, _ = write_capture(path, args.mb)
+        size = path.stat().st_size
+        if frames is None:
+            out = subprocess.run(
+                [*kcodec, str(path), "--summary", "--json"], capture_output=True, env=env, check=True
+            )
+            frames = int(out.stdout.split(b'"frames":')[1].split(b",")[0])
+        measure([*kcodec, str(path), "-c", "1"], env)  # compile and cache kcodec's modules once
+        commands = {
+            "kcodec --json": [*kcodec, str(path), "--json"],
+            "kcodec (table)": [*kcodec, str(path)],
+            "kcodec --summary": [*kcodec, str(path), "--summary"],
+            "tshark -T json": [tshark, "-r", str(path), "-d", "tcp.port==9092,kafka", "-T", "json"],
+            "tshark (text)": [tshark, "-r", str(path), "-d", "tcp.port==9092,kafka"],
+        }
+        results: dict[str, tuple[float, float, float]] = {}
+        for name, cmd in commands.items():
+            runs = [measure(cmd, env) for _ in range(args.runs)]
+            results[name] = (min(r[0] for r in runs), min(r[1] for r in runs), max(r[2] for r in runs))
+    mb = size / 1e6
+    print(
+        f"capture: {mb:.1f} MB, {frames} Kafka frames; best of {args.runs} runs; python {sys.version.split()[0]}"
+    )
+    base_wall, base_cpu, _ = results["tshark -T json"]
+    print(
+        f"{'command':<18} {'wall s':>7} {'cpu s':>7} {'MB/s':>7} {'MB/s cpu':>9} {'frames/s':>9} "
+        f"{'peak MB':>8} {'x tshark json (wall / cpu)':>27}"
+    )
+    for name, (wall, cpu, rss) in results.items():
+        print(
+            f"{name:<18} {wall:>7.2f} {cpu:>7.2f} {mb / wall:>7.1f} {mb / cpu:>9.1f} {frames / wall:>9.0f} "
+            f"{rss:>8.0f} {base_wall / wall:>13.1f} / {base_cpu / cpu:<11.1f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,112 @@
+"""Fetch: stored batches from the fetch offset on, with KIP-320 epoch fencing, high watermark, log
+start offset and, from v12, DivergingEpoch when the fetcher's last fetched epoch shows its log has
+diverged from the leader's (an unclean election). Waits up to MaxWaitMs for MinBytes."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kcodec.broker.handlers.common import (
+    RequestContext,
+    cls,
+    find_topic,
+    leader_hint_needed,
+    node_endpoints,
+    partition_error,
+)
+from kcodec.error_codes import ErrorCode
+from kcodec.fencing import diverging_epoch
+from kcodec.sentinels import NO_LEADER_EPOCH
+
+TOPIC_IDS_SINCE = 13
+DIVERGING_EPOCH_SINCE = 12
+NODE_ENDPOINTS_SINCE = 16
+SESSIONS_SINCE = 7
+NO_SESSION = 0
+
+
+async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
+    v = ctx.version
+    resp = cls("FetchResponse")
+    if v >= SESSIONS_SINCE and req.session_id != NO_SESSION:
+        # incremental fetch sessions (KIP-227) are not kept: the client falls back to full fetches
+        return resp(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=NO_SESSION)
+    cap = ctx.cluster.config.max_wait_ms
+    deadline = time.monotonic() + min(max(req.max_wait_ms, 0), cap) / 1000
+    while True:
+        out, total, errors = _read(ctx, req)
+        remaining = deadline - time.monotonic()
+        if total >= req.min_bytes or errors or remaining <= 0:
+            return out
+        await ctx.cluster.wait_for_data(remaining)
+
+
+def _read(ctx: RequestContext, req: Any) -> tuple[Any, int, bool]:
+    v = ctx.version
+    resp = cls("FetchResponse")
+    by_id = v >= TOPIC_IDS_SINCE
+    budget = req.max_bytes if v >= 3 else 2**31 - 1
+    total = 0
+    errors = False
+    hinted: set[int] = set()
+    topics = []
+    for ft in req.topics:
+        topic = find_topic(ctx.cluster, ft.topic, ft.topic_id, by_id)
+        parts = []
+        for fp in ft.partitions:
+            epoch = fp.current_leader_epoch if v >= 9 else NO_LEADER_EPOCH
+            p, error = partition_error(ctx, topic, fp.partition, epoch, by_id=by_id)
+            pd = resp.PartitionData(partition_index=fp.partition, error_code=error, high_watermark=-1)
+            if p is not None and error is ErrorCode.NONE:
+                total += _fill(
+                    ctx, pd, p, fp, min(fp.partition_max_bytes, budget - total), at_least_one=total == 0
+                )
+                errors = errors or pd.error_code != ErrorCode.NONE
+            elif error is not ErrorCode.NONE:
+                errors = True
+                if p is not None and v >= DIVERGING_EPOCH_SINCE and leader_hint_needed(error):
+                    pd.current_leader = resp.LeaderIdAndEpoch(leader_id=p.leader, leader_epoch=p.leader_epoch)
+                    hinted.add(p.leader)
+            if v >= 4:
+                pd.last_stable_offset = pd.high_watermark
+                pd.aborted_transactions = None
+            if v >= 5:
+                pd.log_start_offset = p.log.log_start_offset if p is not None else -1
+            parts.append(pd)
+        tr = resp.FetchableTopicResponse(partitions=parts)
+        if by_id:
+            tr.topic_id = ft.topic_id
+        else:
+            tr.topic = ft.topic
+        topics.append(tr)
+    out = resp(responses=topics)
+    if v >= SESSIONS_SINCE:
+        out.session_id = NO_SESSION
+    if hinted and v >= NODE_ENDPOINTS_SINCE:
+        out.node_endpoints = node_endpoints(ctx.cluster, "FetchResponse", hinted)
+    return out, total, errors
+
+
+def _fill(ctx: RequestContext, pd: Any, p: Any, fp: Any, max_bytes: int, *, at_least_one: bool) -> int:
+    """One partition's data; returns the bytes of records added."""
+    v = ctx.version
+    log = p.log
+    pd.high_watermark = log.high_watermark
+    if v >= DIVERGING_EPOCH_SINCE:
+        div = diverging_epoch(log.epochs, log.log_end_offset, fp.fetch_offset, fp.last_fetched_epoch)
+        if div is not None:
+            pd.diverging_epoch = cls("FetchResponse").EpochEndOffset(
+                epoch=div.leader_epoch, end_offset=div.end_offset
+            )
+            pd.records = b""
+            return 0
+    if not log.log_start_offset <= fp.fetch_offset <= log.log_end_offset:
+        pd.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+        return 0
+    batches = log.read(fp.fetch_offset, max(max_bytes, 0), at_least_one=at_least_one)
+    data = b"".join(batches)
+    pd.records = data
+    if v >= 11:
+        pd.preferred_read_replica = -1
+    return len(data)

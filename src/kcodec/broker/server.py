@@ -1,0 +1,150 @@
+"""One mock broker: an asyncio listener that reads request frames, answers them through the handlers
+and writes responses in order. Malformed input gets Kafka's treatment, never a crash: a frame size
+out of bounds, an unknown API, an unsupported version (except ApiVersions, KIP-511) or a body that does
+not decode closes the connection."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections import Counter
+from typing import Any
+
+from kcodec.broker.handlers import ROUTES, RequestContext, served_versions
+from kcodec.broker.handlers.api_versions import (
+    API_VERSIONS_KEY,
+    handle_api_versions,
+    unsupported_api_versions_reply,
+)
+from kcodec.broker.state import ClusterState
+from kcodec.codec import encode, encode_chunks, message_class
+from kcodec.errors import KcodecError
+from kcodec.frames import decode_request, encode_response
+from kcodec.registry import api
+
+log = logging.getLogger("kcodec.broker")
+
+_SIZE = struct.Struct(">i")
+_HEAD = struct.Struct(">hhi")  # api key, api version, correlation id: the same in every header version
+
+
+class Close(Exception):
+    """The connection must be closed (the reason is logged)."""
+
+
+class BrokerServer:
+    """The listener of broker ``node_id`` of a cluster."""
+
+    def __init__(self, cluster: ClusterState, node_id: int, host: str, port: int) -> None:
+        self.cluster = cluster
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.versions = served_versions(cluster.config.proposals)
+        self.connections = 0
+        self.requests: Counter[tuple[int, int]] = Counter()  # (api key, version) -> requests answered
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> int:
+        self._server = await asyncio.start_server(self._accept, self.host, self.port, limit=2**16)
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        return self.port
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for t in list(self._tasks):
+            t.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            if self.connections >= self.cluster.config.max_connections:
+                log.warning("broker %d: connection limit reached, closing a new connection", self.node_id)
+                return
+            self.connections += 1
+            try:
+                await self._serve(reader, writer)
+            finally:
+                self.connections -= 1
+        except asyncio.CancelledError:
+            pass  # the broker is closing: end quietly (the task ends normally, nothing to report)
+        finally:
+            self._tasks.discard(task)
+            writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        limit = self.cluster.config.max_request_bytes
+        try:
+            while True:
+                head = await reader.readexactly(4)
+                (size,) = _SIZE.unpack(head)
+                if not _HEAD.size <= size <= limit:
+                    raise Close(f"request size {size} outside [{_HEAD.size}, {limit}]")
+                frame = head + await reader.readexactly(size)
+                reply = await self.process(frame)
+                if reply is not None:
+                    writer.writelines(reply)
+                    await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return
+        except Close as e:
+            log.info("broker %d: closing a connection: %s", self.node_id, e)
+
+    async def process(self, frame: bytes) -> list[bytes | bytearray | memoryview] | None:
+        """The response frame to one request frame, as buffers to write in order (None: no response,
+        Produce with acks=0); raises :class:`Close` when Kafka would close the connection."""
+        if len(frame) < 4 + _HEAD.size or _SIZE.unpack_from(frame)[0] != len(frame) - 4:
+            raise Close(f"not a request frame ({len(frame)} bytes)")
+        key, version, correlation_id = _HEAD.unpack_from(frame, 4)
+        served = self.versions.get(key)
+        if served is None:
+            raise Close(f"unknown or unserved api key {key}")
+        if key == API_VERSIONS_KEY and version > served[1]:
+            body = unsupported_api_versions_reply(self.versions)
+            return [encode_response(body, 0, correlation_id=correlation_id)]
+        if not served[0] <= version <= served[1]:
+            raise Close(f"api key {key} version {version} outside {served[0]}-{served[1]}")
+        try:
+            request = decode_request(frame)
+        except KcodecError as e:
+            raise Close(f"api key {key} v{version}: {e}") from None
+        self.requests[(key, version)] += 1
+        ctx = RequestContext(self.cluster, self.node_id, version, request.header.client_id)  # type: ignore[attr-defined]
+        try:
+            response = await self._handle(ctx, key, request.body)
+            if response is None:
+                return None
+            return response_chunks(response, key, version, correlation_id)
+        except Close:
+            raise
+        except Exception as e:  # a handler bug must not take the broker down: close, as Kafka would
+            log.exception("broker %d: api key %d v%d failed", self.node_id, key, version)
+            raise Close(f"internal error in api key {key} v{version}: {e!r}") from None
+
+    async def _handle(self, ctx: RequestContext, key: int, body: Any) -> Any:
+        if key == API_VERSIONS_KEY:
+            return await handle_api_versions(ctx, body, self.versions)
+        handler = ROUTES[key].handler
+        assert handler is not None
+        return await handler(ctx, body)
+
+
+def response_chunks(
+    body: Any, key: int, version: int, correlation_id: int
+) -> list[bytes | bytearray | memoryview]:
+    """A response frame as buffers: size and header, then the body with its large record batches
+    left uncopied (kcodec.encode_chunks)."""
+    header = message_class("ResponseHeader")(correlation_id=correlation_id)  # type: ignore[call-arg]
+    head = encode(header, api(key).response_header_version(version))
+    parts = encode_chunks(body, version)
+    size = len(head) + sum(len(p) for p in parts)
+    return [_SIZE.pack(size) + head, *parts]

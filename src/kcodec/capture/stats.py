@@ -1,0 +1,181 @@
+"""Aggregates over a capture's events, in bounded memory (``kcodec decode-capture --summary``):
+frames per API and version, error codes per API, latency percentiles per API (a log-scale histogram,
+within 2%), client software (ApiVersions v3+) and the versions each client used, leader-epoch fencing
+errors (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) per partition, and stream issues by kind."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from kcodec.capture.events import CapturedFrame, CaptureEvent, CaptureIssue
+from kcodec.capture.facts import Facts
+from kcodec.error_codes import ErrorCode, error_name
+
+__all__ = ["FENCING_CODES", "CaptureStats", "LatencyHistogram"]
+
+FENCING_CODES = (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH)
+_RATIO = 1.02
+_LOG_RATIO = math.log(_RATIO)
+_FLOOR = 1e-7  # seconds: latencies below land in the first bucket
+
+
+class LatencyHistogram:
+    """Counts of latencies in buckets growing by 2%: percentiles within 2% in fixed memory."""
+
+    __slots__ = ("buckets", "count", "max", "min")
+
+    def __init__(self) -> None:
+        self.buckets: Counter[int] = Counter()
+        self.count = 0
+        self.max = 0.0
+        self.min = math.inf
+
+    def add(self, seconds: float) -> None:
+        self.count += 1
+        self.max = max(self.max, seconds)
+        self.min = min(self.min, seconds)
+        b = 0 if seconds <= _FLOOR else int(math.log(seconds / _FLOOR) / _LOG_RATIO) + 1
+        self.buckets[b] += 1
+
+    def percentile(self, q: float) -> float:
+        """The latency below which a fraction ``q`` of them fall (bucket's upper bound, capped at max)."""
+        if not self.count:
+            return math.nan
+        rank = max(1, math.ceil(q * self.count))
+        seen = 0
+        for b in sorted(self.buckets):
+            seen += self.buckets[b]
+            if seen >= rank:
+                upper = _FLOOR * _RATIO**b
+                return min(max(upper, self.min), self.max)
+        return self.max
+
+
+@dataclass
+class _Client:
+    client_id: str
+    host: str
+    software: set[tuple[str, str]] = field(default_factory=set)
+    versions: dict[str, set[int]] = field(default_factory=dict)
+    connections: set[int] = field(default_factory=set)
+
+
+class CaptureStats:
+    """Feed every event (``add``), with the facts of decoded frames; read the totals."""
+
+    def __init__(self) -> None:
+        self.frames = 0
+        self.requests = 0
+        self.undecodable = 0
+        self.nonconformant = 0
+        self.bytes = 0
+        self.apis: Counter[tuple[str, int, str]] = Counter()  # (api, version, direction) -> frames
+        self.api_bytes: Counter[tuple[str, int]] = Counter()
+        self.errors: dict[str, Counter[int]] = {}  # api -> error code -> count
+        self.latency: dict[str, LatencyHistogram] = {}
+        self.fencing: dict[tuple[str, str], Counter[int]] = {}  # (api, topic/partition) -> code -> n
+        self.issues: Counter[str] = Counter()
+        self.connections: set[int] = set()
+        self._clients: dict[tuple[str, str], _Client] = {}
+        self._software: dict[int, tuple[str, str]] = {}  # connection -> client software
+
+    def add(self, event: CaptureEvent, facts: Facts | None = None) -> None:
+        if isinstance(event, CaptureIssue):
+            self.issues[event.kind] += 1
+            return
+        self._frame(event, facts)
+
+    def _frame(self, f: CapturedFrame, facts: Facts | None) -> None:
+        self.frames += 1
+        self.connections.add(f.connection)
+        self.bytes += 4 + (f.size or 0)
+        if f.direction == "request":
+            self.requests += 1
+        if f.error is not None:
+            self.undecodable += 1
+        if f.diagnostics:
+            self.nonconformant += 1
+        api = f.api_name or (f"key {f.api_key}" if f.api_key is not None else "?")
+        version = -1 if f.api_version is None else f.api_version
+        self.apis[(api, version, f.direction)] += 1
+        self.api_bytes[(api, version)] += 4 + (f.size or 0)
+        if f.direction == "response" and f.latency is not None:
+            self.latency.setdefault(api, LatencyHistogram()).add(max(f.latency, 0.0))
+        if facts is not None and f.direction == "response":
+            errors = self.errors.setdefault(api, Counter())
+            for code, where in facts.error_codes:
+                errors[code] += 1
+                if code in FENCING_CODES:
+                    self.fencing.setdefault((api, where), Counter())[code] += 1
+        if f.direction == "request":
+            self._client(f, facts)
+
+    def _client(self, f: CapturedFrame, facts: Facts | None) -> None:
+        client_id = getattr(f.header, "client_id", None) or "-"
+        host = f.client.rsplit(":", 1)[0]
+        c = self._clients.get((client_id, host))
+        if c is None:
+            c = self._clients[(client_id, host)] = _Client(client_id, host)
+        c.connections.add(f.connection)
+        if facts is not None and "client_software_name" in facts.values:
+            software = (
+                str(facts.values["client_software_name"]),
+                str(facts.values.get("client_software_version", "")),
+            )
+            self._software[f.connection] = software
+        sw = self._software.get(f.connection)
+        if sw is not None:
+            c.software.add(sw)
+        if f.api_name is not None and f.api_version is not None:
+            c.versions.setdefault(f.api_name, set()).add(f.api_version)
+
+    def clients(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "client_id": c.client_id,
+                "host": c.host,
+                "software": [f"{n} {v}".strip() for n, v in sorted(c.software)],
+                "connections": len(c.connections),
+                "versions": {api: sorted(vs) for api, vs in sorted(c.versions.items())},
+            }
+            for c in sorted(self._clients.values(), key=lambda c: (c.client_id, c.host))
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object ``--json --summary`` prints (``"type": "summary"``)."""
+        apis: dict[str, dict[str, Any]] = {}
+        for (api, version, direction), n in sorted(self.apis.items()):
+            entry = apis.setdefault(api, {"versions": {}, "errors": {}, "latency_ms": None})
+            per = entry["versions"].setdefault(str(version), {"requests": 0, "responses": 0, "bytes": 0})
+            per["requests" if direction == "request" else "responses"] += n
+            per["bytes"] = self.api_bytes[(api, version)]
+        for api, codes in self.errors.items():
+            if codes and api in apis:
+                apis[api]["errors"] = {error_name(c): n for c, n in codes.most_common()}
+        for api, h in self.latency.items():
+            if api in apis:
+                apis[api]["latency_ms"] = {
+                    "count": h.count,
+                    **{f"p{int(q * 100)}": round(h.percentile(q) * 1000, 3) for q in (0.5, 0.9, 0.99)},
+                    "max": round(h.max * 1000, 3),
+                }
+        return {
+            "type": "summary",
+            "frames": self.frames,
+            "requests": self.requests,
+            "responses": self.frames - self.requests,
+            "connections": len(self.connections),
+            "bytes": self.bytes,
+            "undecodable": self.undecodable,
+            "nonconformant": self.nonconformant,
+            "issues": dict(self.issues),
+            "apis": apis,
+            "clients": self.clients(),
+            "fencing": [
+                {"api": api, "partition": where, "errors": {error_name(c): n for c, n in codes.items()}}
+                for (api, where), codes in sorted(self.fencing.items())
+            ],
+        }

@@ -1,0 +1,127 @@
+"""Which events ``kcodec decode-capture`` shows: ``--api``, ``--client``/``--server``, ``--topic``,
+``--errors-only``. Bad values are usage errors (``click.BadParameter``: one line, exit 2)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import click
+
+from kcodec.capture import CapturedFrame, CaptureEvent, CaptureIssue
+from kcodec.capture.facts import Facts
+from kcodec.errors import KcodecError
+from kcodec.registry import api
+
+__all__ = ["EventFilter", "parse_addresses", "parse_apis"]
+
+
+def parse_apis(values: Iterable[str]) -> frozenset[int] | None:
+    """``("Fetch,Produce", "3")`` -> api keys; names are case-insensitive, "Request"/"Response" allowed."""
+    keys: set[int] = set()
+    for value in values:
+        for item in value.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            name: int | str = int(item) if item.lstrip("-").isdigit() else item
+            if isinstance(name, str):
+                for suffix in ("Request", "Response"):
+                    if name.lower().endswith(suffix.lower()) and len(name) > len(suffix):
+                        name = name[: -len(suffix)]
+                name = next((a.name for a in _all_apis() if a.name.lower() == name.lower()), name)
+            try:
+                keys.add(api(name).key)
+            except KcodecError:
+                close = difflib.get_close_matches(item, [a.name for a in _all_apis()], n=3, cutoff=0.6)
+                hint = f"; did you mean {', '.join(close)}?" if close else " (see `kcodec apis`)"
+                raise click.BadParameter(
+                    f"no Kafka API named {item!r}{hint}", param_hint="--api"
+                ) from None
+    return frozenset(keys) if keys else None
+
+
+def _all_apis() -> list:  # type: ignore[type-arg]
+    from kcodec.registry import apis
+
+    return apis()
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    host: str | None
+    port: int | None
+
+    def matches(self, endpoint: str | None) -> bool:
+        if endpoint is None:
+            return False
+        host, _, port = endpoint.rpartition(":")
+        host = host.strip("[]")
+        return (self.host is None or self.host == host) and (self.port is None or str(self.port) == port)
+
+
+def parse_addresses(values: Iterable[str], option: str) -> tuple[Address, ...]:
+    """``HOST``, ``HOST:PORT``, ``:PORT``, ``[V6]:PORT`` or ``V6``."""
+    out: list[Address] = []
+    for value in values:
+        text = value.strip()
+        host: str | None
+        port: int | None = None
+        if text.startswith("["):
+            host, _, rest = text[1:].partition("]")
+            port_text = rest[1:] if rest.startswith(":") else ""
+        elif text.count(":") == 1:
+            host, _, port_text = text.partition(":")
+        else:
+            host, port_text = text, ""
+        if port_text:
+            if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+                raise click.BadParameter(f"{value!r}: the port must be 1-65535", param_hint=option)
+            port = int(port_text)
+        if not host and port is None:
+            raise click.BadParameter(f"{value!r}: expected HOST, HOST:PORT or :PORT", param_hint=option)
+        out.append(Address(host or None, port))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class EventFilter:
+    apis: frozenset[int] | None = None
+    clients: tuple[Address, ...] = ()
+    servers: tuple[Address, ...] = ()
+    topics: frozenset[str] | None = None
+    errors_only: bool = False
+
+    @property
+    def needs_facts(self) -> bool:
+        return self.topics is not None or self.errors_only
+
+    def connection_ok(self, client: str | None, server: str | None) -> bool:
+        if self.clients and not any(a.matches(client) for a in self.clients):
+            return False
+        return not self.servers or any(a.matches(server) for a in self.servers)
+
+    def keep(self, event: CaptureEvent, facts: Facts | None) -> bool:
+        if isinstance(event, CaptureIssue):
+            if event.connection is None:
+                return True  # a problem with the file itself
+            return (
+                self.connection_ok(event.client, event.server) and self.apis is None and self.topics is None
+            )
+        return self.keep_frame(event, facts)
+
+    def keep_frame(self, frame: CapturedFrame, facts: Facts | None) -> bool:
+        if self.apis is not None and frame.api_key not in self.apis:
+            return False
+        if not self.connection_ok(frame.client, frame.server):
+            return False
+        if self.topics is not None:
+            names = (
+                set() if facts is None else {n for n, _ in facts.topics} | {p.topic for p in facts.partitions}
+            )
+            if not names & self.topics:
+                return False
+        if self.errors_only:
+            return frame.error is not None or bool(facts is not None and facts.error_codes)
+        return True

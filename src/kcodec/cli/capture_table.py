@@ -1,0 +1,133 @@
+"""The streaming table of ``kcodec decode-capture``: one row per frame or issue, printed as it comes.
+
+On a terminal the rows fit its width: the summary column wraps under itself, or, when the terminal is
+narrower than 110 columns, goes on indented lines below the row; colours mark errors, notes and
+issues. Piped, each row is one line of plain text with nothing cut and no padding at its end.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import sys
+import textwrap
+from typing import IO
+
+from rich.console import Console
+from rich.markup import escape
+
+from kcodec.capture import CapturedFrame, CaptureIssue
+
+__all__ = ["TableWriter", "clock"]
+
+_STYLES = {"error": "red", "note": "yellow", "dim": "dim", "": "", "red": "red", "yellow": "yellow"}
+_WIDE = 110
+
+
+def clock(ts: float) -> str:
+    return _dt.datetime.fromtimestamp(ts, tz=_dt.UTC).strftime("%H:%M:%S.%f")[:-3]
+
+
+class TableWriter:
+    """Writes rows to a terminal (``console``) or to a plain stream (``out``)."""
+
+    def __init__(self, out: IO[str] | None = None, console: Console | None = None) -> None:
+        self.console = console
+        self.out = out or sys.stdout
+        self.width = console.width if console is not None else None
+        self.api_width = 26
+        self.left = 12 + 1 + 5 + 1 + 2 + 1 + self.api_width + 1 + 6 + 1 + 7 + 2
+        self._header_done = False
+
+    def _head(self, ts: str, conn: str, arrow: str, api: str, corr: str, size: str) -> str:
+        return f"{ts:<12} {conn:>5} {arrow:<2} {api:<{self.api_width}} {corr:>6} {size:>7}  "
+
+    def header(self) -> None:
+        if self.width is not None and self.width < _WIDE:
+            return  # narrow terminal: rows are not in columns
+        self._write_plain(self._head("time", "conn", "", "api", "corr", "size") + "summary", "bold")
+
+    def _write_plain(self, text: str, style: str = "") -> None:
+        if self.console is not None:
+            self.console.print(f"[{style}]{escape(text)}[/]" if style else escape(text), soft_wrap=True)
+        else:
+            self.out.write(text.rstrip() + "\n")
+
+    def connection(self, number: int, client: str, server: str) -> None:
+        self._write_plain(f"connection #{number}: {client} -> {server}", "cyan")
+
+    def frame(self, f: CapturedFrame, parts: list[tuple[str, str]], extra: list[str]) -> None:
+        name = f.api_name or (f"key {f.api_key}" if f.api_key is not None else "?")
+        api = f"{name} v{f.api_version}" if f.api_version is not None else name
+        if f.direction == "response" and f.latency is not None:
+            parts = [*parts, ("dim", f"({f.latency * 1000:.1f} ms)")]
+        head = self._head(
+            clock(f.timestamp),
+            f"#{f.connection}",
+            "->" if f.direction == "request" else "<-",
+            api,
+            "" if f.correlation_id is None else str(f.correlation_id),
+            "?" if f.size is None else str(f.size),
+        )
+        self._row(head, parts, "red" if f.error is not None else "")
+        for line in extra:
+            self._continuation(line)
+
+    def issue(self, ev: CaptureIssue) -> None:
+        where = "" if ev.connection is None else f"#{ev.connection}"
+        head = self._head(
+            clock(ev.timestamp), where, "!!", ev.kind, "", "" if ev.length is None else str(ev.length)
+        )
+        self._row(head, [("note", ev.message)], "yellow")
+
+    def _continuation(self, line: str) -> None:
+        indent = " " * (self.left if self.width is not None and self.width >= _WIDE else 4)
+        if self.console is None:
+            self.out.write(indent + line + "\n")
+            return
+        assert self.width is not None
+        for piece in textwrap.wrap(line, max(20, self.width - len(indent))) or [""]:
+            self.console.print(indent + f"[dim]{escape(piece)}[/]", soft_wrap=True)
+
+    def _row(self, head: str, parts: list[tuple[str, str]], head_style: str) -> None:
+        if self.console is None:
+            self.out.write((head + "  ".join(text for _, text in parts)).rstrip() + "\n")
+            return
+        assert self.width is not None
+        head_text = f"[{head_style}]{escape(head)}[/]" if head_style else escape(head)
+        if self.width >= _WIDE:
+            indent, room = " " * self.left, self.width - self.left
+            lines = self._wrap(parts, room)
+            self.console.print(head_text + (lines[0] if lines else ""), soft_wrap=True)
+            for line in lines[1:]:
+                self.console.print(indent + line, soft_wrap=True)
+        else:  # narrow: the row's fields, then the summary on indented lines below
+            fields = [(head_style, " ".join(head.split()))]
+            for line in self._wrap(fields, self.width):
+                self.console.print(line, soft_wrap=True)
+            for line in self._wrap(parts, self.width - 4):
+                self.console.print("    " + line, soft_wrap=True)
+
+    @staticmethod
+    def _wrap(parts: list[tuple[str, str]], room: int) -> list[str]:
+        """Markup lines of at most ``room`` characters holding the parts, wrapped between words
+        (parts are two spaces apart; a word longer than a line is cut across lines)."""
+        room = max(room, 20)
+        lines: list[str] = []
+        current, used = "", 0
+        for n, (style, text) in enumerate(parts):
+            colour = _STYLES.get(style, "")
+            for k, word in enumerate(text.split(" ")):
+                sep = "" if not used else ("  " if k == 0 and n else " ")
+                while True:
+                    if used and used + len(sep) + len(word) > room:
+                        lines.append(current)
+                        current, used, sep = "", 0, ""
+                    piece, word = (word, "") if len(word) <= room else (word[:room], word[room:])
+                    current += sep + (f"[{colour}]{escape(piece)}[/]" if colour else escape(piece))
+                    used += len(sep) + len(piece)
+                    if not word:
+                        break
+                    sep = ""
+        if current:
+            lines.append(current)
+        return lines

@@ -1,0 +1,431 @@
+"""The mock broker (kcodec.broker) answered with raw kcodec requests over 127.0.0.1: every API at every
+version it advertises, leader-epoch fencing with 74/75 (KIP-320), KIP-359 Produce v14, StopReplica
+(KIP-570), DivergingEpoch, idempotent produce, InitProducerId (KIP-360), and malformed input that closes
+a connection without hurting the broker."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import broker_requests as rq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import kcodec
+from kcodec.error_codes import ErrorCode
+from kcodec.broker import AsyncMockCluster, BrokerConfig, MockCluster
+from kcodec.broker.handlers import ROUTES, served_versions
+from kcodec.broker.server import BrokerServer, Close
+from kcodec.client import Connection
+from kcodec.client_errors import ConnectionClosedError
+from kcodec.error_codes import ErrorCode
+from kcodec.negotiation import handshake, negotiate
+from kcodec.records import NewRecord, iter_batches
+from kcodec.sentinels import LEADER_EPOCH_DURING_DELETE, NO_LEADER_EPOCH
+
+FENCED, UNKNOWN = ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[MockCluster]:
+    with MockCluster(BrokerConfig(brokers=1)) as c:
+        c.create_topic("t", 1)
+        yield c
+
+
+def conn_to(c: MockCluster, node: int = 0) -> Connection:
+    host, port = c.addresses[node]
+    return Connection(host, port, timeout=10)
+
+
+def topic_id(c: MockCluster, name: str) -> Any:
+    return c.call(lambda: c.state.topics[name].topic_id)
+
+
+def partition_of(resp: Any) -> Any:
+    """The single partition entry of a response's single topic, whatever the API."""
+    for attr in ("responses", "topics"):
+        topics = getattr(resp, attr, None)
+        if topics:
+            t = topics[0]
+            for pattr in ("partitions", "partition_responses"):
+                parts = getattr(t, pattr, None)
+                if parts:
+                    return parts[0]
+    raise AssertionError(f"no partition in {resp!r}")
+
+
+# --- every API, every version ----------------------------------------------------------------------
+
+
+def sample(key: int, v: int, c: MockCluster, tag: str) -> Any:
+    """A valid request of API ``key`` at version ``v`` (errors in the answer are fine; the answer
+    must arrive and decode)."""
+    tid = topic_id(c, "t")
+    group = f"g-{tag}"
+    samples = {
+        0: lambda: rq.produce("t", tid, v, rq.batch(b"a", b"b", compression="zstd" if v >= 7 else "lz4")),
+        1: lambda: rq.fetch("t", tid, v),
+        2: lambda: rq.list_offsets("t", v, timestamp=1_700_000_000_000 if v >= 1 else -1),
+        3: lambda: rq.metadata(["t", f"auto-{tag}"], v),
+        5: lambda: rq.stop_replica(v, "nope", 5),
+        8: lambda: rq.cls("OffsetCommitRequest")(group_id=group, generation_id_or_member_epoch=-1, topics=[
+            rq.cls("OffsetCommitRequest").OffsetCommitRequestTopic(name="t", partitions=[
+                rq.cls("OffsetCommitRequest").OffsetCommitRequestPartition(partition_index=0, committed_offset=1)])]),
+        9: lambda: (rq.cls("OffsetFetchRequest")(groups=[rq.cls("OffsetFetchRequest").OffsetFetchRequestGroup(
+            group_id=group, topics=None)]) if v >= 8 else rq.cls("OffsetFetchRequest")(group_id=group, topics=[
+                rq.cls("OffsetFetchRequest").OffsetFetchRequestTopic(name="t", partition_indexes=[0])])),
+        10: lambda: (rq.cls("FindCoordinatorRequest")(coordinator_keys=[group]) if v >= 4
+                     else rq.cls("FindCoordinatorRequest")(key=group)),
+        11: lambda: rq.cls("JoinGroupRequest")(group_id=group, session_timeout_ms=10000, rebalance_timeout_ms=10000,
+                                               member_id="", protocol_type="consumer", protocols=[
+            rq.cls("JoinGroupRequest").JoinGroupRequestProtocol(name="range", metadata=b"\x00")]),
+        12: lambda: rq.cls("HeartbeatRequest")(group_id=group, generation_id=1, member_id="nobody"),
+        13: lambda: (rq.cls("LeaveGroupRequest")(group_id=group, members=[
+            rq.cls("LeaveGroupRequest").MemberIdentity(member_id="nobody")]) if v >= 3
+                     else rq.cls("LeaveGroupRequest")(group_id=group, member_id="nobody")),
+        14: lambda: rq.cls("SyncGroupRequest")(group_id=group, generation_id=1, member_id="nobody", assignments=[]),
+        18: lambda: rq.cls("ApiVersionsRequest")(client_software_name="kcodec-tests", client_software_version="1"),
+        19: lambda: rq.cls("CreateTopicsRequest")(timeout_ms=1000, topics=[
+            rq.cls("CreateTopicsRequest").CreatableTopic(name=f"new-{tag}", num_partitions=2, replication_factor=1)]),
+        20: lambda: (rq.cls("DeleteTopicsRequest")(topics=[rq.cls("DeleteTopicsRequest").DeleteTopicState(
+            name=f"new-{tag}")]) if v >= 6 else rq.cls("DeleteTopicsRequest")(topic_names=[f"new-{tag}"])),
+        22: lambda: rq.init_producer_id(v),
+        23: lambda: rq.offset_for_leader_epoch("t", v, 0, 0),
+    }
+    return samples[key]()
+
+
+CASES = [(key, v) for key, r in sorted(ROUTES.items()) for v in range(r.min_version, r.max_version + 1)]
+
+
+@pytest.mark.parametrize(("key", "version"), CASES, ids=[f"{kcodec.api(k).name}-v{v}" for k, v in CASES])
+def test_every_api_answers_at_every_version_it_advertises(cluster: MockCluster, key: int, version: int) -> None:
+    tag = f"{key}-{version}"
+    if key == 20:  # DeleteTopics deletes what CreateTopics made
+        cluster.create_topic(f"new-{tag}", 1)
+    with conn_to(cluster) as conn:
+        frame = conn.request(sample(key, version, cluster, tag), version)
+    body = frame.body
+    if key in (0, 1, 2, 23):
+        assert partition_of(body).error_code == ErrorCode.NONE, body
+    if key == 19:
+        assert body.topics[0].error_code == ErrorCode.NONE
+    if key == 11:
+        assert body.error_code in (ErrorCode.NONE, ErrorCode.MEMBER_ID_REQUIRED)
+
+
+def test_advertised_versions_match_the_routes(cluster: MockCluster) -> None:
+    with conn_to(cluster) as conn:
+        result = handshake(conn)
+    assert result.broker_ranges == served_versions(False)
+    assert result.broker_ranges[0] == (3, 13)  # no proposal version unless enabled
+    assert negotiate(result).version("Produce") == 13
+
+
+# --- KIP-320: fencing with 74 / 75 ---------------------------------------------------------------------
+
+
+def test_fetch_list_offsets_and_offset_for_leader_epoch_are_fenced() -> None:
+    with MockCluster(brokers=2) as c:
+        c.create_topic("f", 1)
+        c.append("f", 0, [NewRecord(b"x")])
+        info = c.move_leader("f", 0)  # leader epoch 0 -> 1, leadership to the second broker
+        assert info.leader_epoch == 1
+        tid = topic_id(c, "f")
+        node = [a for a in c.state.nodes].index(c.state.node(info.leader))  # the leader's index
+        with conn_to(c, node) as conn:
+            for epoch, want in ((0, FENCED), (2, UNKNOWN), (1, ErrorCode.NONE), (NO_LEADER_EPOCH, ErrorCode.NONE)):
+                for v in (9, 12, 17):
+                    got = partition_of(conn.request(rq.fetch("f", tid, v, current_leader_epoch=epoch), v).body)
+                    assert got.error_code == want, (v, epoch)
+                    if v >= 12 and want == FENCED:  # KIP-951: the current leader comes with it
+                        assert (got.current_leader.leader_id, got.current_leader.leader_epoch) == (info.leader, 1)
+                for v in (4, 11):
+                    req = rq.list_offsets("f", v, current_leader_epoch=epoch)
+                    assert partition_of(conn.request(req, v).body).error_code == want
+                for v in (2, 4):
+                    req = rq.offset_for_leader_epoch("f", v, 0, current_leader_epoch=epoch)
+                    assert partition_of(conn.request(req, v).body).error_code == want
+        with conn_to(c, 1 - node) as follower:  # right epoch, wrong broker
+            got = partition_of(follower.request(rq.fetch("f", tid, 12, current_leader_epoch=1), 12).body)
+            assert got.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            stale = partition_of(follower.request(rq.fetch("f", tid, 12, current_leader_epoch=0), 12).body)
+            assert stale.error_code == FENCED  # the epoch is checked before leadership
+
+
+def test_offsets_for_leader_epoch_and_diverging_epoch_after_an_unclean_election() -> None:
+    with MockCluster(brokers=1) as c:
+        c.create_topic("u", 1)
+        for i in range(10):
+            c.append("u", 0, [NewRecord(f"old-{i}".encode())])
+        info = c.unclean_election("u", 0, truncate_to=5, records=[NewRecord(b"new-0"), NewRecord(b"new-1")])
+        assert (info.leader_epoch, info.log_end_offset, info.epochs) == (1, 7, ((0, 0), (1, 5)))
+        tid = topic_id(c, "u")
+        with conn_to(c) as conn:
+            answer = partition_of(conn.request(rq.offset_for_leader_epoch("u", 4, 0, 1), 4).body)
+            assert (answer.leader_epoch, answer.end_offset) == (0, 5)  # epoch 0 now ends at 5
+            latest = partition_of(conn.request(rq.offset_for_leader_epoch("u", 4, 1, 1), 4).body)
+            assert (latest.leader_epoch, latest.end_offset) == (1, 7)
+            unknown = partition_of(conn.request(rq.offset_for_leader_epoch("u", 4, 3, 1), 4).body)
+            assert (unknown.leader_epoch, unknown.end_offset) == (-1, -1)
+            # a fetcher that read offsets 0-9 in epoch 0 asks for offset 10: its log diverged at 5
+            div = partition_of(conn.request(rq.fetch("u", tid, 12, 10, 1, last_fetched_epoch=0), 12).body)
+            assert div.error_code == ErrorCode.NONE and bytes(div.records or b"") == b""
+            assert (div.diverging_epoch.epoch, div.diverging_epoch.end_offset) == (0, 5)
+            ok = partition_of(conn.request(rq.fetch("u", tid, 12, 5, 1, last_fetched_epoch=0), 12).body)
+            assert ok.diverging_epoch.epoch == -1 and ok.high_watermark == 7
+            values = [r.value for b in iter_batches(ok.records) for r in b.records()]
+            assert values == [b"new-0", b"new-1"]
+
+
+# --- KIP-359 on the wire: Produce v14 --------------------------------------------------------------
+
+
+def test_kip359_produce_v14_is_fenced_when_enabled() -> None:
+    with MockCluster(brokers=1, proposals=True) as c:
+        c.create_topic("p", 1)
+        c.move_leader("p", 0)
+        c.move_leader("p", 0)  # epoch 2 (one broker: it stays the leader)
+        tid = topic_id(c, "p")
+        with conn_to(c) as conn:
+            result = handshake(conn)
+            assert result.broker_ranges[0] == (3, 14)
+            assert negotiate(result).version("Produce") == 13  # opt-in on the client side too
+            n = negotiate(result, proposals=True)
+            assert n.version("Produce") == 14 and n.fencing()["KIP-359"] is True
+            for epoch, want in ((1, FENCED), (3, UNKNOWN), (2, ErrorCode.NONE), (NO_LEADER_EPOCH, ErrorCode.NONE)):
+                got = partition_of(conn.request(rq.produce("p", tid, 14, rq.batch(b"v"), current_leader_epoch=epoch), 14).body)
+                assert got.error_code == want, epoch
+                assert (got.base_offset >= 0) == (want == ErrorCode.NONE)
+        assert c.describe("p").log_end_offset == 2
+
+
+def test_produce_v14_is_refused_without_the_flag(cluster: MockCluster) -> None:
+    tid = topic_id(cluster, "t")
+    with conn_to(cluster) as conn, pytest.raises(ConnectionClosedError):
+        conn.request(rq.produce("t", tid, 14, rq.batch(b"v"), current_leader_epoch=0), 14)
+
+
+# --- KIP-570: StopReplica ----------------------------------------------------------------------------
+
+
+def test_stop_replica_leader_epochs() -> None:
+    with MockCluster(brokers=2) as c:
+        c.create_topic("s", 1)  # replicas (1, 2), leader 1, epoch 0
+        c.move_leader("s", 0, to=1)  # epoch 1
+        with conn_to(c, 1) as conn:  # node 2, a follower
+            def stop(v: int, epoch: int, controller_epoch: int = 1) -> Any:
+                return conn.request(rq.stop_replica(v, "s", epoch, controller_epoch), v).body
+            for epoch in (0, 1):  # older, and equal: both stale
+                got = stop(3, epoch)
+                assert got.error_code == 0 and got.partition_errors[0].error_code == FENCED
+            assert c.describe("s").replicas == (1, 2)
+            assert stop(3, 5, controller_epoch=0).error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+            assert stop(4, LEADER_EPOCH_DURING_DELETE).partition_errors[0].error_code == 0  # -2 overrides
+            assert c.describe("s").replicas == (1,)
+            assert stop(4, 0).partition_errors[0].error_code == 0  # no longer hosted here: nothing to check
+        with conn_to(c, 0) as leader:  # v0-2 carry no epoch (-1): stopped without a check
+            got = leader.request(rq.stop_replica(2, "s", NO_LEADER_EPOCH), 2).body
+            assert got.partition_errors[0].error_code == 0
+        info = c.describe("s")
+        assert (info.replicas, info.leader) == ((), -1)
+
+
+# --- idempotent produce and InitProducerId (KIP-98, KIP-360) ----------------------------------------
+
+
+def test_idempotent_produce_sequences(cluster: MockCluster) -> None:
+    cluster.create_topic("idem", 1)
+    tid = topic_id(cluster, "idem")
+    with conn_to(cluster) as conn:
+        init = conn.request(rq.init_producer_id(4), 4).body
+        pid, epoch = init.producer_id, init.producer_epoch
+        assert init.error_code == 0 and epoch == 0
+
+        def send(seq: int, ep: int, *values: bytes) -> Any:
+            records = rq.batch(*values, producer_id=pid, producer_epoch=ep, base_sequence=seq)
+            return partition_of(conn.request(rq.produce("idem", tid, 9, records), 9).body)
+
+        first = send(0, 0, b"a", b"b")
+        assert (first.error_code, first.base_offset) == (0, 0)
+        retry = send(0, 0, b"a", b"b")  # a retry of the same batch: same offsets, nothing appended
+        assert (retry.error_code, retry.base_offset) == (0, 0)
+        assert send(5, 0, b"c").error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert send(2, 0, b"c").base_offset == 2
+        assert send(0, 1, b"d").base_offset == 3  # a new epoch starts at sequence 0
+        assert send(3, 0, b"e").error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+        assert send(1, 2, b"f").error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert cluster.describe("idem").log_end_offset == 4
+
+
+def test_init_producer_id_kip360(cluster: MockCluster) -> None:
+    txn = "tx-kip360"
+    coordinator = cluster.call(lambda: cluster.state.coordinator_for(txn).node_id)
+    assert coordinator == 1
+    with conn_to(cluster) as conn:
+        def init(v: int, pid: int = -1, epoch: int = -1) -> Any:
+            return conn.request(rq.init_producer_id(v, txn, pid, epoch), v).body
+        first = init(4)
+        pid = first.producer_id
+        assert (first.error_code, first.producer_epoch) == (0, 0)
+        bumped = init(4, pid, 0)
+        assert (bumped.producer_id, bumped.producer_epoch) == (pid, 1)
+        retry = init(4, pid, 0)  # the answer to the bump was lost: the same epoch again
+        assert (retry.producer_id, retry.producer_epoch) == (pid, 1)
+        assert init(4, pid, 1).producer_epoch == 2
+        assert init(4, pid, 0).error_code == ErrorCode.PRODUCER_FENCED
+        assert init(3, pid, 0).error_code == ErrorCode.INVALID_PRODUCER_EPOCH  # before KIP-588
+        assert init(4, pid, -1).error_code == ErrorCode.INVALID_REQUEST
+        plain = conn.request(rq.init_producer_id(4, None, pid, 2), 4).body  # no transactional id
+        assert plain.producer_id not in (-1, pid) and plain.producer_epoch == 0
+
+
+# --- records stored as received ---------------------------------------------------------------------
+
+
+def test_produced_batches_come_back_byte_for_byte(cluster: MockCluster) -> None:
+    cluster.create_topic("bytes", 1)
+    tid = topic_id(cluster, "bytes")
+    sent = [rq.batch(b"one", b"two", compression=codec) for codec in ("none", "gzip", "snappy", "lz4", "zstd")]
+    with conn_to(cluster) as conn:
+        for data in sent:
+            assert partition_of(conn.request(rq.produce("bytes", tid, 12, data), 12).body).error_code == 0
+        got = partition_of(conn.request(rq.fetch("bytes", tid, 16), 16).body)
+    stored = bytes(got.records)
+    offset = 0
+    for i, data in enumerate(sent):
+        chunk = stored[offset:offset + len(data)]
+        base, epoch = struct.unpack_from(">q", chunk)[0], struct.unpack_from(">i", chunk, 12)[0]
+        assert (base, epoch) == (2 * i, 0)  # offsets assigned, the leader's epoch written in
+        assert chunk[8:12] == data[8:12] and chunk[16:] == data[16:]  # everything else as received
+        offset += len(data)
+    batches = list(iter_batches(stored))  # CRCs still valid: offset and epoch are outside the CRC
+    assert [r.value for b in batches for r in b.records()] == [b"one", b"two"] * 5
+
+
+def test_produce_errors(cluster: MockCluster) -> None:
+    tid = topic_id(cluster, "t")
+    good = rq.batch(b"x")
+    corrupt = bytearray(good)
+    corrupt[-1] ^= 0xFF
+    with conn_to(cluster) as conn:
+        def err(records: bytes, v: int = 9, **kw: Any) -> int:
+            return int(partition_of(conn.request(rq.produce("t", tid, v, records, **kw), v).body).error_code)
+        assert err(bytes(corrupt)) == ErrorCode.CORRUPT_MESSAGE
+        assert err(good + good) == ErrorCode.INVALID_RECORD  # v3+: exactly one batch
+        assert err(b"") == ErrorCode.INVALID_RECORD
+        assert err(rq.batch(b"z", compression="zstd"), v=6) == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+        assert err(good, acks=2) == ErrorCode.INVALID_REQUIRED_ACKS
+        assert err(good, partition=7) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        # acks=0: no response at all; the next request is answered normally
+        conn.send(rq.produce("t", tid, 9, good, acks=0), 9)
+        assert conn.request(rq.cls("ApiVersionsRequest")(), 0).body.error_code == 0
+
+
+# --- malformed input: the connection closes, the broker keeps serving ------------------------------
+
+
+def raw_exchange(address: tuple[str, int], data: bytes) -> bytes:
+    """Send ``data``, then read until the broker closes the connection (or 5 s pass)."""
+    with socket.create_connection(address, timeout=5) as s:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+        return out
+
+
+def frame_of(key: int, version: int, body: bytes, correlation_id: int = 9) -> bytes:
+    header = struct.pack(">hhih", key, version, correlation_id, -1)
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        struct.pack(">i", -5),  # negative size
+        struct.pack(">i", 1 << 30) + b"x" * 10,  # larger than max_request_bytes
+        struct.pack(">i", 3) + b"abc",  # shorter than a header
+        frame_of(999, 0, b""),  # unknown api key
+        frame_of(1, 3, b""),  # Fetch v3: below what is served
+        frame_of(3, 12, b"\x07\x00\x00"),  # Metadata v12 whose body does not decode
+        frame_of(0, 9, b"\xff" * 64),  # Produce garbage
+        frame_of(11, 5, b"\x00\x05group\x00\x00"),  # JoinGroup cut short
+        b"\x00\x00\x00\x10" + b"\x00" * 6,  # a frame that never completes (EOF)
+    ],
+    ids=["negative-size", "too-large", "no-header", "unknown-api", "old-version", "bad-body", "garbage",
+         "truncated-body", "eof-mid-frame"],
+)
+def test_malformed_requests_close_the_connection(cluster: MockCluster, data: bytes) -> None:
+    address = cluster.addresses[0]
+    assert raw_exchange(address, data) == b""
+    with conn_to(cluster) as conn:  # the broker is fine
+        assert conn.request(rq.cls("ApiVersionsRequest")(), 0).body.error_code == 0
+
+
+def test_api_versions_above_the_maximum_gets_kip511_reply(cluster: MockCluster) -> None:
+    reply = raw_exchange(cluster.addresses[0], frame_of(18, 99, b"\x00\x00\x00"))
+    frame = kcodec.decode_response(reply, 18, 0)
+    assert frame.correlation_id == 9 and frame.body.error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert [(k.api_key, k.min_version, k.max_version) for k in frame.body.api_keys] == [(18, 0, 4)]
+
+
+# Bodies of random bytes for every served API and version: each is answered (with a response that
+# decodes) or closes its connection; nothing hangs, nothing escapes the broker.
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(CASES), st.binary(max_size=200), st.data())
+def test_random_bodies_never_hurt_the_broker(fuzz: Any, case: tuple[int, int], body: bytes, data: Any) -> None:
+    loop, server = fuzz
+    key, version = case
+    if data.draw(st.booleans()):  # a valid request with random bytes appended or some cut off
+        valid = kcodec.encode_request(sample(key, version, MockClusterView(server), "fz"), version, correlation_id=1)
+        cut = data.draw(st.integers(4, len(valid)))
+        frame_bytes = valid[:cut] + body
+        frame_bytes = struct.pack(">i", len(frame_bytes) - 4) + frame_bytes[4:]
+    else:
+        frame_bytes = frame_of(key, version, body)
+    try:
+        reply = loop.run_until_complete(asyncio.wait_for(server.process(frame_bytes), 5))
+    except Close:
+        return
+    if reply is None:
+        return
+    # The random bytes may have rewritten the header: answer what the frame says, not what was drawn.
+    sent_key, sent_version, sent_corr = struct.unpack_from(">hhi", frame_bytes, 4)
+    if sent_key == 18 and sent_version > kcodec.api(18).max_version:
+        # Kafka's rule (KIP-511): an ApiVersions version it does not know is answered in v0 with 35
+        resp = kcodec.decode_response(b"".join(reply), sent_key, 0)
+        assert resp.body.error_code == ErrorCode.UNSUPPORTED_VERSION
+    else:
+        resp = kcodec.decode_response(b"".join(reply), sent_key, sent_version)
+    assert resp.correlation_id == sent_corr
+
+
+class MockClusterView:
+    """What ``sample`` needs from a cluster, for a server driven without sockets."""
+
+    def __init__(self, server: BrokerServer) -> None:
+        self.state = server.cluster
+
+    def call(self, fn: Any) -> Any:
+        return fn()
+
+
+@pytest.fixture(scope="module")
+def fuzz() -> Iterator[tuple[asyncio.AbstractEventLoop, BrokerServer]]:
+    loop = asyncio.new_event_loop()
+    cluster = AsyncMockCluster(BrokerConfig(max_wait_ms=20, max_request_bytes=1 << 16))
+    loop.run_until_complete(cluster.start())
+    cluster.create_topic("t", 1)
+    try:
+        yield loop, cluster.servers[0]
+    finally:
+        loop.run_until_complete(cluster.stop())
+        loop.close()

@@ -1,0 +1,268 @@
+"""``kcodec decode-capture`` as a tool: stdin, filters, JSON-lines rules, summary, exit codes, table."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from pcap_build import Conversation, pcap
+from rich.console import Console
+
+import kcodec
+from kcodec.capture import CapturedFrame, iter_capture
+from kcodec.capture.facts import frame_facts
+from kcodec.cli import main
+from kcodec.cli.capture_table import TableWriter
+from kcodec.cli.capture_view import summary_parts
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "samples" / "sample.pcap"
+QUIRKS = ROOT / "tests" / "captures" / "mock_quirks.pcap"
+
+
+def run(*args: str, input: bytes | None = None) -> Any:
+    return CliRunner().invoke(main, ["decode-capture", *args], input=input, catch_exceptions=False)
+
+
+def lines(result: Any) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
+def test_stdin_gives_the_same_output_as_the_file() -> None:
+    from_file = run(str(SAMPLE), "--json")
+    from_stdin = run("-", "--json", input=SAMPLE.read_bytes())
+    assert from_stdin.exit_code == 0 and from_stdin.stdout == from_file.stdout
+
+
+def test_json_lines_rules() -> None:
+    events = lines(run(str(QUIRKS), "--json"))
+    frames = [e for e in events if e["type"] == "frame"]
+    keys = {
+        "type",
+        "time",
+        "connection",
+        "client",
+        "server",
+        "direction",
+        "stream_offset",
+        "size",
+        "api_key",
+        "api_name",
+        "api_version",
+        "correlation_id",
+        "header",
+        "body",
+        "error",
+        "diagnostics",
+        "error_codes",
+    }
+    for f in frames:
+        assert keys <= set(f) and isinstance(f["diagnostics"], list)
+        assert (f["error"] is None) or f["diagnostics"][-1].startswith(f["error"]["type"])
+    assert any(f["diagnostics"] for f in frames) and any(not f["diagnostics"] for f in frames)
+    error_replies = [f for f in frames if f["api_name"] == "ApiVersions" and f["error_codes"]]
+    assert error_replies[0]["error_codes"] == [{"code": 35, "name": "UNSUPPORTED_VERSION", "where": ""}]
+
+
+def _is_row(line: str) -> bool:
+    return line[:2].isdigit() and (" -> " in line or " <- " in line)
+
+
+def test_size_means_the_same_in_table_and_json() -> None:
+    frames = [e for e in lines(run(str(SAMPLE), "--json")) if e["type"] == "frame"]
+    table = [line for line in run(str(SAMPLE)).stdout.splitlines() if _is_row(line)]
+    assert len(table) == len(frames)
+    for row, f in zip(table, frames, strict=True):
+        assert row.split()[6] == str(f["size"])  # time, conn, arrow, api, version, corr, size
+
+
+def test_filters() -> None:
+    base = [e for e in lines(run(str(SAMPLE), "--json")) if e["type"] == "frame"]
+    fetch = lines(run(str(SAMPLE), "--json", "--api", "fetch,FetchRequest", "--api", "1"))
+    assert fetch and {e["api_name"] for e in fetch} == {"Fetch"}
+    assert len(fetch) == sum(e["api_name"] == "Fetch" for e in base)
+    two = lines(run(str(SAMPLE), "--json", "--api", "Produce,Metadata"))
+    assert {e["api_name"] for e in two} == {"Produce", "Metadata"}
+    port = base[0]["client"].rsplit(":", 1)[1]
+    one = lines(run(str(SAMPLE), "--json", "--client", f":{port}"))
+    assert one and {e["connection"] for e in one} == {base[0]["connection"]}
+    assert len(lines(run(str(SAMPLE), "--json", "--server", "127.0.0.1:9092"))) == len(base)
+    assert lines(run(str(SAMPLE), "--json", "--server", ":9093")) == []
+    topic = lines(run(str(SAMPLE), "--json", "--topic", "kcodec-sample"))
+    apis = {e["api_name"] for e in topic}
+    assert {"Produce", "Fetch", "Metadata", "OffsetCommit", "ListOffsets"} <= apis and "Heartbeat" not in apis
+    fetches = [e for e in topic if e["api_name"] == "Fetch"]  # Fetch v13+ names topics by id only
+    assert fetches and all(list(e["topic_names"].values()) == ["kcodec-sample"] for e in fetches)
+    assert len(lines(run(str(SAMPLE), "--json", "-c", "3"))) == 3
+    errors = lines(run(str(SAMPLE), "--json", "--errors-only"))
+    assert errors and all(e["error_codes"] or e["error"] for e in errors)
+
+
+def test_usage_errors_are_one_line_and_exit_2() -> None:
+    for args in (["--api", "Nope"], ["--client", "host:99999"], ["--fail-on", "warnings"], ["-c", "0"]):
+        result = CliRunner().invoke(main, ["decode-capture", str(SAMPLE), *args])
+        assert result.exit_code == 2, (args, result.output)
+        assert "Traceback" not in result.output and "Invalid value" in result.output
+        assert len(result.output.strip().splitlines()) == 1
+    bad = CliRunner().invoke(main, ["decode-capture", str(SAMPLE), "--api", "Fetc"])
+    assert "did you mean Fetch" in bad.output
+
+
+def test_unreadable_files_exit_1(tmp_path: Path) -> None:
+    bogus = tmp_path / "x.pcap"
+    bogus.write_bytes(b"not a capture")
+    for path in (bogus, tmp_path / "missing.pcap"):
+        result = CliRunner().invoke(main, ["decode-capture", str(path)])
+        assert result.exit_code == 1 and "Traceback" not in result.output
+        assert len(result.stderr.strip().splitlines()) == 1 and str(path) in result.stderr
+
+
+def test_fail_on(tmp_path: Path) -> None:
+    assert run(str(SAMPLE), "--fail-on", "errors,issues").exit_code == 0
+    assert run(str(SAMPLE), "--fail-on", "diagnostics").exit_code == 3  # the mock's off-spec replies
+    assert run(str(SAMPLE), "--fail-on", "error-codes").exit_code == 3  # UNSUPPORTED_VERSION replies
+    assert run(str(SAMPLE), "--api", "Produce", "--fail-on", "error-codes,diagnostics").exit_code == 0
+    conv = Conversation(("10.0.0.1", 5000), ("10.0.0.2", 9092)).open()
+    req = kcodec.encode_request(kcodec.message_class("HeartbeatRequest")(group_id="g"), 4, correlation_id=1)  # type: ignore[call-arg]
+    conv.request(req[:-3])  # the capture ends inside the request
+    path = tmp_path / "cut.pcap"
+    path.write_bytes(pcap(conv.packets))
+    assert run(str(path), "--fail-on", "issues").exit_code == 3
+    assert run(str(path), "--fail-on", "errors").exit_code == 3
+
+
+def test_ctrl_c_exits_130_without_a_traceback() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kcodec.cli", "decode-capture", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(SAMPLE.read_bytes()[:5000])  # part of a capture; then nothing more comes
+        proc.stdin.flush()
+        time.sleep(1.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err and b"interrupted" in err
+
+
+def test_summary() -> None:
+    (s,) = lines(run(str(SAMPLE), "--json", "--summary"))
+    assert s["type"] == "summary" and s["frames"] == 71 and s["undecodable"] == 0
+    assert s["apis"]["Fetch"]["versions"]["16"]["requests"] > 0
+    assert s["apis"]["ApiVersions"]["errors"] == {"UNSUPPORTED_VERSION": 5}
+    lat = s["apis"]["Metadata"]["latency_ms"]
+    assert lat["count"] > 0 and 0 <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["max"]
+    (producer,) = [c for c in s["clients"] if c["client_id"] == "kcodec-sample-producer"]
+    assert producer["software"] == ["confluent-kafka-python 2.16.1-rdkafka-2.16.0"]
+    assert producer["versions"]["Produce"] == [10] and producer["versions"]["ApiVersions"] == [0, 3]
+    assert s["fencing"] == []
+    text = run(str(SAMPLE), "--summary").stdout
+    assert "Latency (ms)" in text and "UNSUPPORTED_VERSION" in text and "confluent-kafka-python" in text
+
+
+def _fencing_capture(path: Path) -> None:
+    fetch: Any = kcodec.message_class("FetchRequest")
+    resp: Any = kcodec.message_class("FetchResponse")
+    conv = Conversation(("10.0.0.1", 5001), ("10.0.0.2", 9092)).open()
+    req = fetch(
+        topics=[
+            fetch.FetchTopic(
+                topic="t", partitions=[fetch.FetchPartition(partition=3, current_leader_epoch=4)]
+            )
+        ]
+    )
+    body = resp(
+        responses=[
+            resp.FetchableTopicResponse(
+                topic="t", partitions=[resp.PartitionData(partition_index=3, error_code=74)]
+            )
+        ]
+    )
+    conv.request(kcodec.encode_request(req, 11, correlation_id=1))
+    conv.response(kcodec.encode_response(body, 11, correlation_id=1))
+    path.write_bytes(pcap(conv.packets))
+
+
+def test_fencing_errors_per_partition_and_error_names_lead(tmp_path: Path) -> None:
+    path = tmp_path / "fenced.pcap"
+    _fencing_capture(path)
+    (s,) = lines(run(str(path), "--json", "--summary"))
+    assert s["fencing"] == [{"api": "Fetch", "partition": "t/3", "errors": {"FENCED_LEADER_EPOCH": 1}}]
+    rows = run(str(path)).stdout.splitlines()
+    response = next(r for r in rows if _is_row(r) and " <- " in r)
+    summary = response.split("  ", 1)[1].strip()
+    assert (
+        summary.split("  ")[-1].startswith("FENCED_LEADER_EPOCH (74) t/3")
+        or "FENCED_LEADER_EPOCH (74) t/3" in summary
+    )
+    assert response.index("FENCED_LEADER_EPOCH") < response.index("t[")  # the error comes first
+    request = next(r for r in rows if _is_row(r) and " -> " in r)
+    assert "current epoch 4" in request
+    assert run(str(path), "--errors-only", "--json").stdout.count('"type":"frame"') == 1
+
+
+def test_piped_table_is_not_cut_or_padded() -> None:
+    out = run(str(QUIRKS)).stdout.splitlines()
+    assert not [line for line in out if line != line.rstrip()]
+    long = [
+        line
+        for line in out
+        if "the layout librdkafka's mock cluster writes for ApiVersions v3+ requests" in line
+    ]
+    assert long and max(len(line) for line in long) > 200  # one line, nothing cut
+
+
+@pytest.mark.parametrize("width", [60, 80, 120, 200])
+def test_terminal_rows_fit_the_width(width: int) -> None:
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=True, color_system=None, highlight=False)
+    table = TableWriter(console=console)
+    for ev in iter_capture(QUIRKS):
+        if isinstance(ev, CapturedFrame):
+            facts = (
+                frame_facts(ev.body, ev.api_version)
+                if ev.body is not None and ev.api_version is not None
+                else None
+            )
+            table.frame(ev, summary_parts(ev, facts), [])
+    text = buf.getvalue().splitlines()
+    assert text and max(len(line) for line in text) <= width
+    assert sum("librdkafka's" in line for line in text) >= 1  # the long notes wrap, they are not dropped
+
+
+def test_verbose_view() -> None:
+    out = run(str(SAMPLE), "-V", "--api", "OffsetCommit").stdout
+    assert "committedOffset: 5" in out and "groupId: 'kcodec-sample-group'" in out
+    assert "Traceback" not in out
+
+
+def test_progress_flag_does_not_disturb_output() -> None:
+    assert run(str(SAMPLE), "--json", "--progress").stdout == run(str(SAMPLE), "--json").stdout
+
+
+def test_broken_pipe_is_quiet() -> None:
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    p = subprocess.run(
+        f"{sys.executable} -m kcodec.cli decode-capture --json {SAMPLE} | head -1",
+        shell=True,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert p.returncode == 0 and len(p.stdout.splitlines()) == 1 and b"Traceback" not in p.stderr

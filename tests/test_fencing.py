@@ -1,0 +1,268 @@
+"""kcodec.fencing: the leader-epoch rules, case by case (each KIP's table) and as properties against
+brute-force models of a replicated log."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kcodec.error_codes import ErrorCode
+from kcodec.fencing import (
+    EpochEndOffset,
+    EpochEntry,
+    FetchPosition,
+    InitOutcome,
+    TransactionalIdState,
+    Truncation,
+    advance_start,
+    assign_epoch,
+    check_leader_epoch,
+    check_stop_replica_epoch,
+    detect_truncation,
+    diverging_epoch,
+    end_offset_for_epoch,
+    epochs_of_log,
+    init_producer_id,
+    is_epoch_exhausted,
+    metadata_staleness,
+    partition_epochs,
+    truncate_epochs,
+)
+from kcodec.fencing.metadata import StaleReason
+from kcodec.sentinels import (
+    LEADER_EPOCH_DURING_DELETE,
+    NO_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    UNDEFINED_EPOCH,
+    UNDEFINED_EPOCH_OFFSET,
+)
+
+# --- KIP-320 / KIP-359: current leader epoch ------------------------------------------------------
+
+
+def test_leader_epoch_check_table() -> None:
+    assert ErrorCode.FENCED_LEADER_EPOCH == 74 and ErrorCode.UNKNOWN_LEADER_EPOCH == 75
+    assert check_leader_epoch(5, 5) is ErrorCode.NONE
+    assert check_leader_epoch(4, 5) is ErrorCode.FENCED_LEADER_EPOCH
+    assert check_leader_epoch(6, 5) is ErrorCode.UNKNOWN_LEADER_EPOCH
+    assert check_leader_epoch(NO_LEADER_EPOCH, 5) is ErrorCode.NONE
+    assert check_leader_epoch(0, 0) is ErrorCode.NONE
+
+
+@given(st.integers(-1, 1000), st.integers(0, 1000))
+def test_leader_epoch_check_is_a_trichotomy(request_epoch: int, partition_epoch: int) -> None:
+    got = check_leader_epoch(request_epoch, partition_epoch)
+    if request_epoch in (NO_LEADER_EPOCH, partition_epoch):
+        assert got is ErrorCode.NONE
+    elif request_epoch < partition_epoch:
+        assert got is ErrorCode.FENCED_LEADER_EPOCH and got.retriable
+    else:
+        assert got is ErrorCode.UNKNOWN_LEADER_EPOCH and got.retriable
+
+
+# --- KIP-570: StopReplica -----------------------------------------------------------------------------
+
+
+def test_stop_replica_epoch_table() -> None:
+    assert check_stop_replica_epoch(6, 5) is ErrorCode.NONE
+    assert check_stop_replica_epoch(5, 5) is ErrorCode.FENCED_LEADER_EPOCH  # equal is stale too
+    assert check_stop_replica_epoch(4, 5) is ErrorCode.FENCED_LEADER_EPOCH
+    assert check_stop_replica_epoch(LEADER_EPOCH_DURING_DELETE, 5) is ErrorCode.NONE  # -2 overrides
+    assert check_stop_replica_epoch(NO_LEADER_EPOCH, 5) is ErrorCode.NONE  # -1: absent, no check
+    assert check_stop_replica_epoch(0, None) is ErrorCode.NONE  # a replica this broker does not host
+
+
+# --- KIP-101 / KIP-320: the epoch cache and OffsetsForLeaderEpoch ----------------------------------
+
+
+def test_epoch_cache_maintenance() -> None:
+    cache = assign_epoch((), 0, 0)
+    cache = assign_epoch(cache, 0, 5)  # same epoch later on: unchanged
+    assert cache == (EpochEntry(0, 0),)
+    cache = assign_epoch(cache, 2, 10)
+    cache = assign_epoch(cache, 3, 10)  # a new leader took over before writing: epoch 2 had no records
+    assert cache == (EpochEntry(0, 0), EpochEntry(3, 10))
+    assert truncate_epochs(cache, 10) == (EpochEntry(0, 0),)
+    assert advance_start(cache, 4) == (EpochEntry(0, 4), EpochEntry(3, 10))
+    assert advance_start(cache, 12) == (EpochEntry(3, 12),)
+    with pytest.raises(ValueError):
+        assign_epoch(cache, -1, 0)
+
+
+def test_end_offset_for_epoch_table() -> None:
+    cache = (EpochEntry(1, 0), EpochEntry(3, 10), EpochEntry(5, 20))
+    assert end_offset_for_epoch(cache, 5, 27) == (5, 27)  # the latest epoch ends at the log end
+    assert end_offset_for_epoch(cache, 3, 27) == (3, 20)
+    assert end_offset_for_epoch(cache, 4, 27) == (3, 20)  # unknown epoch: the largest one below
+    assert end_offset_for_epoch(cache, 0, 27) == (0, 0)  # below all: the first epoch's start
+    assert end_offset_for_epoch(cache, 6, 27) == (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
+    assert end_offset_for_epoch(cache, UNDEFINED_EPOCH, 27).undefined
+    assert end_offset_for_epoch((), 0, 0).undefined
+
+
+def test_diverging_epoch() -> None:
+    cache = (EpochEntry(1, 0), EpochEntry(3, 10))
+    assert diverging_epoch(cache, 15, 8, 1) is None  # epoch 1 ends at 10, the fetcher is at 8: fine
+    assert diverging_epoch(cache, 15, 12, 1) == EpochEndOffset(1, 10)  # read 10-11 in epoch 1: gone
+    assert diverging_epoch(cache, 15, 12, 2) == EpochEndOffset(1, 10)  # epoch 2 never wrote here
+    assert diverging_epoch(cache, 15, 12, NO_LEADER_EPOCH) is None
+    assert diverging_epoch(cache, 15, 14, 4) == EpochEndOffset(UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
+
+
+# A log as the leader epoch of each offset (non-decreasing). An unclean election: the new leader kept a
+# prefix of the old leader's log and wrote on at epochs above any the old leader used.
+@st.composite
+def diverged_logs(draw: st.DrawFn) -> tuple[list[int], tuple[EpochEntry, ...], int, int]:
+    """(old leader's log, new leader's epoch cache, offsets kept, new leader's log end offset)."""
+    steps = draw(st.lists(st.integers(0, 2), min_size=1, max_size=30))
+    old: list[int] = []
+    epoch = draw(st.integers(0, 3))
+    for s in steps:
+        epoch += s
+        old.append(epoch)
+    keep = draw(st.integers(0, len(old)))
+    new_epoch = max(old) + draw(st.integers(1, 3))
+    # taking over, the new leader starts its epoch at its log end (KIP-101), then writes on
+    cache = assign_epoch(cache_of(old[:keep]), new_epoch, keep)
+    end = keep
+    for s in draw(st.lists(st.integers(0, 1), max_size=10)):
+        new_epoch += s
+        cache = assign_epoch(cache, new_epoch, end)
+        end += 1
+    return old, cache, keep, end
+
+
+def cache_of(log: list[int]) -> tuple[EpochEntry, ...]:
+    return epochs_of_log(enumerate(log))
+
+
+@settings(max_examples=300)
+@given(diverged_logs(), st.data())
+def test_truncation_found_exactly_where_the_logs_part(
+    case: tuple[list[int], tuple[EpochEntry, ...], int, int], data: st.DataObject
+) -> None:
+    old, cache, keep, end = case
+    position = data.draw(st.integers(1, len(old)))  # the consumer read old[0:position]
+    pos = FetchPosition(position, old[position - 1])
+    answer = end_offset_for_epoch(cache, pos.last_fetched_epoch, end)
+    check = detect_truncation(pos, answer)
+    if position <= keep:  # everything the consumer read is still in the leader's log
+        assert check.verdict is Truncation.NONE and check.records_lost == 0
+        assert diverging_epoch(cache, end, position, pos.last_fetched_epoch) is None
+    else:
+        assert check.verdict is Truncation.TRUNCATED
+        assert check.divergent_offset == keep and check.records_lost == position - keep
+        div = diverging_epoch(cache, end, position, pos.last_fetched_epoch)
+        assert div is not None and div.end_offset == keep
+
+
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=40), st.integers(0, 12))
+def test_end_offset_matches_a_scan_of_the_log(steps: list[int], asked: int) -> None:
+    log: list[int] = []
+    epoch = 0
+    for s in steps:
+        epoch += s
+        log.append(epoch)
+    got = end_offset_for_epoch(cache_of(log), asked, len(log))
+    if asked > log[-1]:
+        assert got.undefined
+    elif asked < log[0]:
+        assert got == (asked, 0)
+    else:
+        # the largest epoch present at or below the one asked, and the first offset of a higher epoch
+        assert got.leader_epoch == max(e for e in log if e <= asked)
+        assert got.end_offset == next((i for i, e in enumerate(log) if e > asked), len(log))
+
+
+def test_detect_truncation_undefined() -> None:
+    check = detect_truncation(FetchPosition(5, 7), EpochEndOffset(UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET))
+    assert check.verdict is Truncation.UNDEFINED and not check.truncated
+
+
+# --- KIP-232: stale metadata ------------------------------------------------------------------------
+
+
+def test_metadata_staleness() -> None:
+    cached = {("t", 0): 5, ("t", 1): 3, ("u", 0): 1}
+    fresh = metadata_staleness(cached, {("t", 0): 6, ("t", 1): 3})
+    assert not fresh.stale and fresh.epochs == {("t", 0): 6, ("t", 1): 3, ("u", 0): 1}
+    older = metadata_staleness(cached, {("t", 0): 4, ("t", 1): 3})
+    assert older.stale
+    assert [(s.partition, s.reason) for s in older.stale_partitions] == [(0, StaleReason.OLDER_EPOCH)]
+    assert older.epochs[("t", 0)] == 5  # the cached epoch is kept
+    missing = metadata_staleness(cached, {("t", 0): 5})
+    got = [(s.topic, s.partition, s.reason) for s in missing.stale_partitions]
+    assert got == [("t", 1, StaleReason.MISSING)]
+    assert not metadata_staleness(cached, {("t", 0): NO_LEADER_EPOCH, ("t", 1): 3}).stale  # v0-6
+
+
+def test_partition_epochs_from_a_decoded_response() -> None:
+    import kcodec
+
+    cls = kcodec.message_class("MetadataResponse")
+    t = cls.MetadataResponseTopic  # type: ignore[attr-defined]
+    p = cls.MetadataResponsePartition  # type: ignore[attr-defined]
+    resp = cls(topics=[
+        t(name="a", partitions=[p(partition_index=0, leader_epoch=4), p(partition_index=1, leader_epoch=2)]),
+        t(name="b", error_code=3, partitions=[]),
+    ])
+    data = kcodec.encode(resp, 12)
+    assert partition_epochs(kcodec.decode("MetadataResponse", 12, data)) == {("a", 0): 4, ("a", 1): 2}
+
+
+# --- KIP-360: InitProducerId -------------------------------------------------------------------------
+
+
+def test_init_producer_id_without_transactional_id_always_gets_a_new_id() -> None:
+    d = init_producer_id(None, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, None, 1000)
+    assert (d.outcome, d.producer_id, d.producer_epoch) == (InitOutcome.NEW_PRODUCER, 1000, 0)
+    d = init_producer_id(None, 1000, 3, None, 1001)
+    assert (d.outcome, d.producer_id, d.producer_epoch) == (InitOutcome.NEW_PRODUCER, 1001, 0)
+    assert init_producer_id(None, 1000, NO_PRODUCER_EPOCH, None, 1).error is ErrorCode.INVALID_REQUEST
+
+
+def test_init_producer_id_transactional_state_machine() -> None:
+    new = init_producer_id("tx", NO_PRODUCER_ID, NO_PRODUCER_EPOCH, None, 7)
+    assert (new.outcome, new.producer_id, new.producer_epoch) == (InitOutcome.NEW_PRODUCER, 7, 0)
+    state = new.state
+    assert state is not None
+    restart = init_producer_id("tx", NO_PRODUCER_ID, NO_PRODUCER_EPOCH, state, 99)  # a new instance
+    assert (restart.outcome, restart.producer_epoch) == (InitOutcome.BUMP, 1)
+    bump = init_producer_id("tx", 7, 0, state, 99)  # KIP-360: the producer recovers with its epoch
+    assert (bump.outcome, bump.producer_id, bump.producer_epoch) == (InitOutcome.BUMP, 7, 1)
+    assert bump.state == TransactionalIdState(7, 1, 7, 0)
+    retry = init_producer_id("tx", 7, 0, bump.state, 99)  # the answer to the bump was lost
+    assert (retry.outcome, retry.producer_epoch) == (InitOutcome.RETRY_OF_BUMP, 1)
+    zombie = init_producer_id("tx", 7, 0, TransactionalIdState(7, 3, 7, 2), 99)
+    assert (zombie.outcome, zombie.error) == (InitOutcome.FENCED, ErrorCode.PRODUCER_FENCED)
+    old_version = init_producer_id("tx", 7, 0, TransactionalIdState(7, 3, 7, 2), 99, api_version=3)
+    assert old_version.error is ErrorCode.INVALID_PRODUCER_EPOCH
+    other_id = init_producer_id("tx", 8, 3, TransactionalIdState(7, 3, 7, 2), 99)
+    assert other_id.outcome is InitOutcome.FENCED
+    expired = init_producer_id("tx", 7, 5, None, 42)
+    assert (expired.outcome, expired.producer_id) == (InitOutcome.NEW_ID_EXPIRED, 42)
+    assert expired.producer_epoch == 0
+
+
+def test_init_producer_id_epoch_exhaustion() -> None:
+    assert is_epoch_exhausted(32766) and not is_epoch_exhausted(32765)
+    state = TransactionalIdState(7, 32766, 7, 32765)
+    d = init_producer_id("tx", 7, 32766, state, 50)
+    assert (d.outcome, d.producer_id, d.producer_epoch) == (InitOutcome.NEW_ID_EXHAUSTED, 50, 0)
+    assert d.state == TransactionalIdState(50, 0, 7, 32766)
+    # the rotation's answer was lost: the old id at its exhausted epoch is still recognised
+    again = init_producer_id("tx", 7, 32766, d.state, 51)
+    assert (again.outcome, again.producer_id, again.producer_epoch) == (InitOutcome.RETRY_OF_BUMP, 50, 0)
+
+
+@given(st.integers(0, 32765), st.integers(-1, 32766))
+def test_init_producer_id_never_goes_backwards(current: int, asked: int) -> None:
+    state = TransactionalIdState(7, current, 7, current - 1 if current > 0 else NO_PRODUCER_EPOCH)
+    pid = NO_PRODUCER_ID if asked == NO_PRODUCER_EPOCH else 7
+    d = init_producer_id("tx", pid, asked, state, 99)
+    if d.error is ErrorCode.NONE:
+        assert d.producer_id == 7 and d.producer_epoch >= current
+    else:
+        assert d.outcome is InitOutcome.FENCED and asked not in (current, state.last_producer_epoch)
