@@ -180,3 +180,41 @@ def test_generated_functions_name_their_struct_versions_and_strategy() -> None:
     doc = cls[: cls.index('"""', cls.index('"""') + 3)]
     assert "replica_nodes: []int32, versions 0+; default []" in doc
     assert "offline_replicas: []int32, versions 5+" in doc
+
+
+# --- the compiled build's selection ---------------------------------------------------------------------
+
+
+def test_kcodec_compile_selects_hot_apis_named_apis_or_all() -> None:
+    from kcodec.codegen.compile import HOT_APIS, SelectionError, selection
+
+    apis = {"Fetch": ("FetchRequest", "FetchResponse"), "Metadata": ("MetadataRequest", "MetadataResponse"),
+            "Produce": ("ProduceRequest", "ProduceResponse"),
+            "ApiVersions": ("ApiVersionsRequest", "ApiVersionsResponse"),
+            "ListOffsets": ("ListOffsetsRequest", "ListOffsetsResponse")}
+    messages = ["FetchRequest", "FetchResponse", "MetadataRequest", "MetadataResponse", "ProduceRequest",
+                "ProduceResponse", "RequestHeader", "ResponseHeader", "LeaderAndIsrRequest", "ApiVersionsRequest",
+                "ApiVersionsResponse", "ListOffsetsRequest", "ListOffsetsResponse"]
+    for off in (None, "", "0", "false", "no"):
+        assert selection(off, apis, messages) == set()
+    assert selection("Fetch", apis, messages) == {"FetchRequest", "FetchResponse", "RequestHeader", "ResponseHeader"}
+    assert selection(" Metadata , LeaderAndIsrRequest", apis, messages) == {
+        "MetadataRequest", "MetadataResponse", "LeaderAndIsrRequest", "RequestHeader", "ResponseHeader"
+    }
+    assert selection("all", apis, messages) == set(messages)
+    assert set(HOT_APIS) == set(apis)
+    assert selection("1", apis, messages) == set(messages) - {"LeaderAndIsrRequest"}
+    with pytest.raises(SelectionError, match="Fetc is not an API or message name"):
+        selection("Fetc", apis, messages)
+
+
+def test_compiled_modules_print_native_classes_and_bytes_reads() -> None:
+    from kcodec.codegen.render import environment, render_module
+
+    text = render_module(environment(), module("ListOffsetsRequest", compiled=True))
+    assert "__slots__" not in text and "partition_index: Any  # int" in text
+    assert "def d_ListOffsetsPartition_v4(buf: bytes, pos: int, blen: int)" in text
+    assert "obj = ListOffsetsRequest()" in text and "BYTES_INPUT = True" in text
+    assert "^ 0x80000000) - 0x80000000" in text  # int32 counts read with integer arithmetic
+    pure = render_module(environment(), module("ListOffsetsRequest"))
+    assert "__slots__" in pure and "_I32(buf, pos)[0]" in pure and "BYTES_INPUT = False" in pure
