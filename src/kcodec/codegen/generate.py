@@ -52,7 +52,7 @@ def generate_package(schemas_dir: Path, out_dir: Path, compiled: Collection[str]
 def _write(out_dir: Path, wanted: dict[str, str]) -> None:
     """Make ``out_dir``'s modules exactly ``wanted``: drop stale ones, rewrite only changed ones."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    for path in out_dir.glob("*.py"):
+    for path in [*out_dir.glob("*.py"), *out_dir.glob("*.pyi")]:
         if path.name not in wanted:
             path.unlink()
     for name, text in wanted.items():

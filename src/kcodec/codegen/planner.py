@@ -75,12 +75,15 @@ def plan_package(
 ) -> PackagePlan:
     """The plan of the whole package; messages named in ``compiled`` are planned for mypyc."""
     modules = []
+    stubs = []
     for merged in messages:
         files = {s.source: f"{source_dirs[s.source]}/{merged.name}.json" for s in merged.specs}
         modules.append(plan_module(merged, files, merged.name in compiled))
+        if merged.name in compiled:
+            stubs.append(plan_module(merged, files))
     index = index_plan(messages, sorted(source_dirs.values()), sets)
     index["compiled"] = [m.name for m in modules if m.target.compiled]
-    return PackagePlan(tuple(modules), index)
+    return PackagePlan(tuple(modules), index, tuple(stubs))
 
 
 def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: bool = False) -> ModulePlan:

@@ -352,3 +352,6 @@ class ModulePlan:
 class PackagePlan:
     modules: tuple[ModulePlan, ...]
     index: dict[str, object] = field(default_factory=dict)  # the registry's rows for index.py.j2
+    #: the interpreted plans of the compiled modules, printed as their type stubs (``.pyi``): type
+    #: checkers see the precise attribute types and struct aliases the native classes cannot declare
+    stubs: tuple[ModulePlan, ...] = ()

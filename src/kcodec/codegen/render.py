@@ -58,6 +58,8 @@ def render_package(plan: PackagePlan) -> dict[str, dict[str, str]]:
     for module in plan.modules:
         package[f"{module.module}.py"] = render_module(env, module)
         constructs[f"{module.module}.py"] = render_construct(env, module)
+    for stub in plan.stubs:  # compiled modules: the interpreted module, for type checkers
+        package[f"{stub.module}.pyi"] = render_module(env, stub)
     package["__init__.py"] = tidy(env.get_template("index.py.j2").render(**plan.index))
     package["wire_types.py"] = runtime_copy()
     typing_rows = sorted(plan.index["messages"], key=lambda m: m["name"])  # type: ignore[call-overload]
