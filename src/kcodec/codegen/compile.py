@@ -27,8 +27,8 @@ ENV = "KCODEC_COMPILE"
 #: the APIs the benchmarks measure and clients use most
 HOT_APIS = ("Metadata", "Fetch", "Produce", "ApiVersions", "ListOffsets")
 HEADERS = ("RequestHeader", "ResponseHeader")
-#: runtime modules compiled with the codecs (paths under the kcodec package)
-RUNTIME_MODULES = ("model.py", "_wire.py")
+#: runtime modules compiled with the codecs: the base classes, the wire helpers, the bound decoders
+RUNTIME_MODULES = ("kcodec.model", "kcodec._wire", "kcodec.codec")
 _OFF = ("", "0", "false", "no", "off")
 #: mypy settings for the compile (the project's own config points at the source tree)
 MYPY_CONFIG = """[mypy]

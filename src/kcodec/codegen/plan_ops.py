@@ -66,11 +66,38 @@ class Locals:
         return name
 
 
+#: integer arithmetic reading one value of a struct format code at ``buf[at]`` (a bytes buffer in
+#: compiled code: machine integers, no call); codes without an entry are read with struct.
+_ARITH = {
+    "b": "(buf[{0}] ^ 0x80) - 0x80",
+    "?": "buf[{0}] != 0",
+    "h": "((buf[{0}] << 8 | buf[{0} + 1]) ^ 0x8000) - 0x8000",
+    "H": "buf[{0}] << 8 | buf[{0} + 1]",
+    "i": "((buf[{0}] << 24 | buf[{0} + 1] << 16 | buf[{0} + 2] << 8 | buf[{0} + 3]) ^ 0x80000000)"
+    " - 0x80000000",
+    "I": "buf[{0}] << 24 | buf[{0} + 1] << 16 | buf[{0} + 2] << 8 | buf[{0} + 3]",
+    # the signed high half shifted, then the unsigned low half (two's complement throughout)
+    "q": "(((buf[{0}] << 24 | buf[{0} + 1] << 16 | buf[{0} + 2] << 8 | buf[{0} + 3]) ^ 0x80000000)"
+    " - 0x80000000) << 32 | (buf[{0} + 4] << 24 | buf[{0} + 5] << 16 | buf[{0} + 6] << 8 | buf[{0} + 7])",
+}
+
+
+def arith(code: str, offset: int) -> str:
+    """The expression reading one ``code`` value ``offset`` bytes after ``pos`` ("" if struct must)."""
+    template = _ARITH.get(code)
+    if template is None:
+        return ""
+    return template.format(f"pos + {offset}" if offset else "pos")
+
+
 class OpBuilder:
-    def __init__(self, pool: ConstantPool, fn_ids: dict[StructPlan, str], message: str) -> None:
+    def __init__(
+        self, pool: ConstantPool, fn_ids: dict[StructPlan, str], message: str, bytes_buffer: bool = False
+    ) -> None:
         self.pool = pool
         self.fn_ids = fn_ids
         self.message = message
+        self.bytes_buffer = bytes_buffer  # compiled and bytes-only: fixed-width values by arithmetic
         self.names = Locals()
 
     def fn(self, plan: StructPlan | None) -> str:
@@ -101,7 +128,12 @@ class OpBuilder:
                 targets = tuple(f"{obj}.{f.attr}" for f in step.fields)
                 uuids = tuple(f"{obj}.{f.attr}" for f in step.fields if f.value.is_uuid)
                 run = self.pool.run(step) if track else None
-                ops.append(ReadRun(run, targets, self.pool.fmt(step.fmt), step.size, uuids))
+                exprs: tuple[str, ...] = ()
+                if self.bytes_buffer:
+                    offsets = [sum(f.value.size for f in step.fields[:i]) for i in range(len(step.fields))]
+                    exprs = tuple(arith(f.value.fmt, o) for f, o in zip(step.fields, offsets, strict=True))
+                    exprs = exprs if all(exprs) else ()
+                ops.append(ReadRun(run, targets, self.pool.fmt(step.fmt), step.size, uuids, exprs))
             else:
                 target = f"{obj}.{step.attr}"
                 ops.append(self.read_value(step.value, target, step.attr, track=track, lazy=lazy))
@@ -112,7 +144,9 @@ class OpBuilder:
     ) -> ReadValue:
         if v.kind == "fixed":
             fmt = self.pool.fmt(">" + v.fmt)
-            return ReadValue("uuid" if v.is_uuid else "fixed", target, seg, track, fmt=fmt, size=v.size)
+            expr = arith(v.fmt, 0) if self.bytes_buffer else ""
+            kind = "uuid" if v.is_uuid else "fixed"
+            return ReadValue(kind, target, seg, track, fmt=fmt, size=v.size, arith=expr)
         if v.kind in ("string", "bytes", "records"):
             return ReadValue(
                 v.kind, target, seg, track, nullable=v.nullable, length=self._length(v, f"{seg}_len"),

@@ -102,7 +102,8 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
     target = Target(compiled=compiled, bytes_buffer=compiled and not records)
     pool = ConstantPool()
     functions = tuple(
-        _plan_function(sp, ids, version_ranges(served[sp]), sp in roots, pool, merged.name) for sp in ids
+        _plan_function(sp, ids, version_ranges(served[sp]), sp in roots, pool, merged.name, target)
+        for sp in ids
     )
     construct = ConstructPlanner(ids)
     structs = tuple(construct.struct(sp, version_ranges(served[sp])) for sp in ids)
@@ -147,12 +148,19 @@ def _strategy_note(sp: StructPlan, is_root: bool) -> str:
 
 
 def _plan_function(
-    sp: StructPlan, ids: dict[StructPlan, str], versions: str, is_root: bool, pool: ConstantPool, message: str
+    sp: StructPlan,
+    ids: dict[StructPlan, str],
+    versions: str,
+    is_root: bool,
+    pool: ConstantPool,
+    message: str,
+    target: Target,
 ) -> FunctionPlan:
-    decode = OpBuilder(pool, ids, message)
+    decode = OpBuilder(pool, ids, message, target.bytes_buffer)
     read = decode.read_steps(sp, "obj")
     read_tagged = decode.read_tagged(sp, "obj") if sp.flexible else None
-    read_lazy = OpBuilder(pool, ids, message).read_steps(sp, "obj", lazy=True) if is_root else ()
+    lazy = OpBuilder(pool, ids, message, target.bytes_buffer)
+    read_lazy = lazy.read_steps(sp, "obj", lazy=True) if is_root else ()
     skip = () if is_root else OpBuilder(pool, ids, message).skip_steps(sp)
     encode = OpBuilder(pool, ids, message)
     return FunctionPlan(

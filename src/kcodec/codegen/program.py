@@ -64,6 +64,7 @@ class ReadRun:
     fmt: str  # struct constant
     size: int
     uuid_targets: tuple[str, ...]  # targets holding uuids (raw 16 bytes turned into Uuid)
+    arith: tuple[str, ...] = ()  # bytes-only compiled reads: each field by integer arithmetic instead
     kind: str = "run"
 
 
@@ -78,6 +79,7 @@ class ReadValue:
     nullable: bool = False
     fmt: str = ""  # fixed/uuid: struct constant
     size: int = 0
+    arith: str = ""  # fixed, bytes-only compiled reads: the value by integer arithmetic instead
     length: Length | None = None
     end: str = ""  # string/bytes/records: local holding the end offset
     check_string_limit: bool = False  # compact strings: refuse lengths above 32767

@@ -26,6 +26,7 @@ def environment() -> jinja2.Environment:
         autoescape=False,
     )
     env.filters["py"] = repr
+    env.globals["zip"] = zip
     return env
 
 
