@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "decode-capture": ("decode_capture", "decode_capture_command", "Decode the Kafka traffic in a capture."),
     "versions": ("versions", "versions_command", "Broker API versions vs kcodec's, negotiated versions."),
     "metadata": ("metadata", "metadata_command", "Brokers, topics, partitions, leaders (like kcat -L)."),
+    "fuzz": ("fuzz", "fuzz_command", "Fuzz a broker (HOST:PORT); replay a finding (fuzz replay FILE)."),
 }
 
 

@@ -139,7 +139,9 @@ class RecordBatch(Batch):
             compressed = False
         else:
             try:
-                data = decompress(self.compression, body, self._max_decompressed_size)
+                # the decompressed buffer is a bytearray; records keep bytes keys and values, so it
+                # is turned into bytes here (the records parsed from it will hold as much again)
+                data = bytes(decompress(self.compression, body, self._max_decompressed_size))
             except SizeLimitError as e:
                 raise DecompressedSizeError(
                     str(e), self.position + HEADER_SIZE + e.position, self._base_offset

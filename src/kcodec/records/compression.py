@@ -7,9 +7,20 @@
 * lz4: the LZ4 frame format, see ``lz4frame`` (header, block and content checksums verified).
 * zstd: a zstd frame.
 
-Every decompression is bounded by ``max_size`` (decompression-bomb guard): snappy and lz4 know sizes
-before/per block; gzip and zstd decompress into a bounded buffer grown from a size hint (gzip ISIZE,
-zstd frame content size), so no more than ``max_size`` bytes are ever allocated for output.
+Every decompression is bounded (decompression-bomb guard), and sizes that compressed data declares
+are not trusted before the data has shown them:
+
+* **Before the data proves itself**, input of N bytes costs at most ``unproven_budget(N)`` =
+  8·N + 1 MiB of output buffer, whatever a gzip ISIZE trailer, a zstd frame content size, a snappy
+  length preamble or an lz4 block-size code claims. A buffer only grows past that once the data has
+  filled it (then by 4x, each time released before the next one is allocated, and decompression
+  restarts), so a short input that claims 60 MiB costs ~1 MiB, not 60.
+* **The peak is the limit**: no output buffer is ever larger than ``max_size``, and the buffer the
+  data was decompressed into is what is returned (trimmed in place, never copied once more), so a
+  bomb is stopped having held at most ``max_size`` bytes.
+* Snappy can expand a block at most ~21.3x (a 3-byte copy writes at most 64 bytes): a block whose
+  length preamble claims more than that is corrupt and refused without allocating.
+
 Failures raise ``CodecError``/``SizeLimitError`` (plain messages); the batch readers turn them into
 ``DecodeError``s naming the batch and byte position.
 """
@@ -31,6 +42,15 @@ XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024
 _TOO_SMALL = "failed to write whole buffer"
+_MIB = 1 << 20
+#: the most a raw snappy block can expand: a 3-byte copy op writes at most 64 bytes (64/3 < 22)
+SNAPPY_MAX_RATIO = 22
+
+
+def unproven_budget(compressed_size: int) -> int:
+    """The most output buffer decompressing ``compressed_size`` bytes may allocate before the data has
+    produced that much output: 8·N + 1 MiB (sizes the compressed data merely declares do not count)."""
+    return 8 * compressed_size + _MIB
 
 
 class CodecError(KcodecError):
@@ -62,10 +82,12 @@ def compress(codec: Compression, data: Buffer, *, magic: int = 2, level: int | N
 
 def decompress(
     codec: Compression, data: Buffer, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE, *, magic: int = 2
-) -> bytes:
+) -> bytes | bytearray:
     """Decompress ``data``; raise ``SizeLimitError`` past ``max_size`` bytes, ``CodecError`` if corrupt.
 
-    ``magic``: the batch's magic (lz4 accepts the KAFKA-3160 header checksum for magic 0 and 1)."""
+    Returns the buffer the data was decompressed into (a ``bytearray``; ``bytes`` for ``NONE``), so
+    that the peak is the output itself. ``magic``: the batch's magic (lz4 accepts the KAFKA-3160
+    header checksum for magic 0 and 1)."""
     if codec is Compression.GZIP:
         return _bounded(cramjam.gzip.decompress_into, data, _gzip_hint(data), max_size, "gzip")
     if codec is Compression.SNAPPY:
@@ -94,55 +116,82 @@ def xerial_compress(data: Buffer) -> bytes:
     return bytes(out)
 
 
-def snappy_decompress(data: Buffer, max_size: int) -> bytes:
+def snappy_decompress(data: Buffer, max_size: int) -> bytearray:
     mv = memoryview(data)
     if mv[:8] != XERIAL_MAGIC:
         return _snappy_raw(mv, max_size)
     if len(mv) < 16:
         raise CodecError("snappy xerial header is truncated")
-    blocks: list[memoryview] = []
+    blocks: list[tuple[memoryview, int]] = []  # (raw snappy block, the length its preamble declares)
     pos = 16
     total = 0
     while pos < len(mv):
         if pos + 4 > len(mv):
-            raise CodecError("snappy xerial block length is truncated")
+            raise CodecError("snappy xerial block length is truncated", pos)
         (size,) = struct.unpack_from(">i", mv, pos)
         pos += 4
         if size < 0 or pos + size > len(mv):
-            raise CodecError("snappy xerial block runs past the end")
-        blocks.append(mv[pos : pos + size])
+            raise CodecError("snappy xerial block runs past the end", pos - 4)
+        block = mv[pos : pos + size]
+        declared = _snappy_len(block, pos)
+        blocks.append((block, declared))
         pos += size
-        total += _snappy_len(blocks[-1])
+        total += declared
         if total > max_size:
-            raise SizeLimitError(f"snappy data decompresses to more than {max_size} bytes")
-    out = bytearray(total)
-    view = memoryview(out)
-    at = 0
-    for block in blocks:
-        try:
-            at += cramjam.snappy.decompress_raw_into(block, view[at:])
-        except cramjam.DecompressionError as e:
-            raise CodecError(f"corrupt snappy block: {e}") from None
-    if at != total:
-        raise CodecError("snappy block length mismatch")
-    return bytes(out)
+            raise SizeLimitError(f"snappy data decompresses to more than {max_size} bytes", pos - size)
+    if total <= unproven_budget(len(mv)):  # the usual case: one buffer of the exact size
+        out = bytearray(total)
+        view = memoryview(out)
+        at = 0
+        for block, declared in blocks:
+            _snappy_block_into(block, view[at : at + declared])
+            at += declared
+        return out
+    # Very compressible data: each block proves itself (is decompressed) before the next is allocated.
+    out = bytearray()
+    for block, declared in blocks:
+        part = bytearray(declared)
+        _snappy_block_into(block, part)
+        out += part
+        del part
+    return out
 
 
-def _snappy_len(block: memoryview) -> int:
+def _snappy_block_into(block: memoryview, out: memoryview | bytearray) -> None:
     try:
-        return int(cramjam.snappy.decompress_raw_len(block))
+        written = int(cramjam.snappy.decompress_raw_into(block, out))
     except cramjam.DecompressionError as e:
         raise CodecError(f"corrupt snappy block: {e}") from None
+    if written != len(out):
+        raise CodecError("snappy block length mismatch")
 
 
-def _snappy_raw(mv: memoryview, max_size: int) -> bytes:
+def _snappy_len(block: memoryview, position: int = 0) -> int:
+    """The length a raw snappy block's preamble declares, refused if the block could not hold it."""
+    try:
+        declared = int(cramjam.snappy.decompress_raw_len(block))
+    except cramjam.DecompressionError as e:
+        raise CodecError(f"corrupt snappy block: {e}", position) from None
+    if declared > SNAPPY_MAX_RATIO * len(block):
+        raise CodecError(
+            f"snappy block of {len(block)} bytes declares {declared} bytes, more than snappy can expand to",
+            position,
+        )
+    return declared
+
+
+def _snappy_raw(mv: memoryview, max_size: int) -> bytearray:
     size = _snappy_len(mv)
     if size > max_size:
         raise SizeLimitError(f"snappy data declares {size} bytes, more than {max_size}")
+    out = bytearray(size)  # at most 22x the input (checked above): the data's own size class
     try:
-        return bytes(cramjam.snappy.decompress_raw(mv))
+        written = int(cramjam.snappy.decompress_raw_into(mv, out))
     except cramjam.DecompressionError as e:
         raise CodecError(f"corrupt snappy data: {e}") from None
+    if written != size:
+        raise CodecError("snappy data is shorter than its length preamble")
+    return out
 
 
 def _gzip_hint(data: Buffer) -> int | None:
@@ -167,21 +216,30 @@ def _zstd_hint(data: Buffer) -> int | None:
     return value + 256 if fcs_size == 2 else value
 
 
-def _bounded(into: object, data: Buffer, hint: int | None, max_size: int, name: str) -> bytes:
-    """Decompress with ``into(data, out)`` into a buffer of at most ``max_size`` bytes, growing it."""
+def _bounded(into: object, data: Buffer, hint: int | None, max_size: int, name: str) -> bytearray:
+    """Decompress with ``into(data, out)`` (which fails when ``out`` is too small) into a buffer that
+    starts within ``unproven_budget(len(data))`` (or at ``hint``, a size the header declares, if that
+    is smaller) and grows 4x only after the data has filled it, never past ``max_size``. The old
+    buffer is released before the next is allocated; the one that fits is trimmed in place and
+    returned."""
     if hint is not None and hint > max_size and name == "zstd":  # zstd's content size is exact
         raise SizeLimitError(f"zstd frame declares {hint} bytes, more than {max_size}")
-    guess = hint if hint is not None and hint > 0 else 4 * len(data)
-    size = min(max_size, max(guess, 64 * 1024))
+    size = min(max_size, unproven_budget(len(data)))
+    if hint is not None and 0 < hint < size:
+        size = hint
     while True:
         out = bytearray(size)
         try:
-            n = into(data, out)  # type: ignore[operator]
+            n = int(into(data, out))  # type: ignore[operator]
         except cramjam.DecompressionError as e:
+            del out
             if _TOO_SMALL not in str(e):
                 raise CodecError(f"corrupt {name} data: {e}") from None
             if size >= max_size:
                 raise SizeLimitError(f"{name} data decompresses to more than {max_size} bytes") from None
-            size = min(max_size, size * 4)
+            # The data has now produced `size` bytes: it may have 4x that (or exactly what it declared).
+            grown = min(max_size, size * 4)
+            size = hint if hint is not None and size < hint <= grown else grown
             continue
-        return bytes(memoryview(out)[: int(n)])
+        del out[n:]
+        return out

@@ -96,7 +96,7 @@ def _checksum_mismatch(what: str, stored: int, computed: int, position: int) -> 
     )
 
 
-def decompress(data: Buffer, max_size: int, *, magic: int = 2) -> bytes:
+def decompress(data: Buffer, max_size: int, *, magic: int = 2) -> bytearray:
     """Decompress one LZ4 frame of a batch of ``magic`` (0/1: the KAFKA-3160 header checksum is
     accepted too).  Bytes after the end mark (and content checksum) are ignored, as Kafka does."""
     mv = memoryview(data)
@@ -141,7 +141,7 @@ def decompress(data: Buffer, max_size: int, *, magic: int = 2) -> bytes:
     return out
 
 
-def _check_content(out: bytes, mv: memoryview, pos: int) -> None:
+def _check_content(out: Buffer, mv: memoryview, pos: int) -> None:
     """Verify the content checksum stored at ``pos`` (just after the end mark)."""
     if len(mv) < pos + 4:
         raise Lz4FrameError("LZ4 frame is truncated (no content checksum)", len(mv))
@@ -151,21 +151,50 @@ def _check_content(out: bytes, mv: memoryview, pos: int) -> None:
         raise _checksum_mismatch("content", stored, computed, pos)
 
 
+#: LZ4 writes at most 255 bytes per input byte (a run of 255-valued length bytes) plus a short tail
+LZ4_MAX_RATIO = 255
+_MIB = 1 << 20
+
+
+def _block_room(size: int, block_max: int, left: int) -> int:
+    """Output room for one compressed block of ``size`` bytes: no more than the frame's block maximum,
+    the size limit left, LZ4's maximal expansion, and, until the block proves it needs more,
+    8·size + 1 MiB (the frame's block-size code alone is not trusted)."""
+    return max(0, min(block_max, left + 1, LZ4_MAX_RATIO * size + 64, 8 * size + _MIB))
+
+
+def _block_into(block: memoryview, room: int, cap: int, limited: bool, pos: int) -> tuple[bytearray, int]:
+    """Decompress one block into a buffer of ``room`` bytes, or of ``cap`` once it has filled that
+    (``limited``: ``cap`` is what the size limit leaves, so not fitting there means too large)."""
+    while True:
+        out = bytearray(room)
+        try:
+            return out, int(cramjam.lz4.decompress_block_into(block, out))
+        except cramjam.DecompressionError as e:
+            del out
+            if room >= cap:
+                if limited:
+                    raise Lz4SizeError(
+                        f"LZ4 frame decompresses to more than the limit (or its block is corrupt: {e})", pos
+                    ) from None
+                raise Lz4FrameError(f"corrupt LZ4 block: {e}", pos) from None
+            room = cap  # cramjam cannot tell "too small" from corrupt: one retry with all the room
+
+
 def _decompress_independent(
     mv: memoryview, pos: int, flg: int, block_max: int, max_size: int
-) -> tuple[bytes, int]:
+) -> tuple[bytearray, int]:
     """Decompress the blocks from ``pos``; returns the content and the position after the end mark."""
     n = len(mv)
     block_checksum = bool(flg & _FLG_BLOCK_CHECKSUM)
     tail = 4 if block_checksum else 0
-    parts: list[bytes | memoryview] = []
-    total = 0
+    content = bytearray()
     while True:
         if n < pos + 4:
             raise Lz4FrameError("LZ4 frame is truncated (no end mark)", n)
         (size,) = _U32.unpack_from(mv, pos)
         if size == 0:
-            return b"".join(parts), pos + 4
+            return content, pos + 4
         raw = size & 0x80000000
         size &= 0x7FFFFFFF
         if size > block_max or n < pos + 4 + size + tail:
@@ -176,23 +205,23 @@ def _decompress_independent(
             computed = xxh32(block)
             if stored != computed:
                 raise _checksum_mismatch("block", stored, computed, pos + 4 + size)
+        left = max_size - len(content)
         if raw:
-            parts.append(block)
-            total += size
+            if size > left:
+                raise Lz4SizeError(f"LZ4 frame decompresses to more than {max_size} bytes", pos)
+            content += block
         else:
-            out = bytearray(block_max)
-            try:
-                written = int(cramjam.lz4.decompress_block_into(block, out))
-            except cramjam.DecompressionError as e:
-                raise Lz4FrameError(f"corrupt LZ4 block: {e}", pos) from None
-            parts.append(memoryview(out)[:written])
-            total += written
-        if total > max_size:
-            raise Lz4SizeError(f"LZ4 frame decompresses to more than {max_size} bytes", pos)
+            natural = min(block_max, LZ4_MAX_RATIO * size + 64)
+            cap = max(0, min(natural, left + 1))
+            out, written = _block_into(block, _block_room(size, block_max, left), cap, cap < natural, pos)
+            if written > left:
+                raise Lz4SizeError(f"LZ4 frame decompresses to more than {max_size} bytes", pos)
+            content += memoryview(out)[:written]
+            del out
         pos += 4 + size + tail
 
 
-def _decompress_linked(mv: memoryview, pos: int, flg: int, block_max: int, max_size: int) -> bytes:
+def _decompress_linked(mv: memoryview, pos: int, flg: int, block_max: int, max_size: int) -> bytearray:
     """Linked blocks: check sizes and block checksums, then let cramjam decode a checksum-free copy."""
     n = len(mv)
     block_checksum = bool(flg & _FLG_BLOCK_CHECKSUM)
@@ -223,22 +252,24 @@ def _decompress_linked(mv: memoryview, pos: int, flg: int, block_max: int, max_s
     frame += b"\x00\x00\x00\x00"
     # Decompress into a bounded buffer (never more than max_size, nor more than the blocks can hold),
     # grown from a guess, so that a bomb cannot allocate past the limit.
-    cap = min(max_size, blocks * block_max)
-    size = min(cap, max(64 * 1024, 4 * len(frame)))
+    cap = min(max_size, blocks * block_max, LZ4_MAX_RATIO * len(frame) + 64)
+    size = min(cap, 8 * len(frame) + _MIB)
     while True:
         buf = bytearray(size)
         try:
             written = int(cramjam.lz4.decompress_into(frame, buf))
         except cramjam.DecompressionError as e:
+            del buf
             if "failed to write whole buffer" not in str(e):
                 raise Lz4FrameError(f"corrupt LZ4 frame: {e}") from None
             if size >= cap:
                 if cap == max_size:
                     raise Lz4SizeError(f"LZ4 frame decompresses to more than {max_size} bytes") from None
-                raise Lz4FrameError("LZ4 frame holds a block larger than its maximum block size") from None
-            size = min(cap, size * 4)
+                raise Lz4FrameError("LZ4 frame holds more than its blocks can") from None
+            size = min(cap, size * 4)  # the data has filled `size` bytes: it may grow
             continue
-        out = bytes(memoryview(buf)[:written])
+        del buf[written:]
+        out = buf
         break
     if flg & _FLG_CONTENT_CHECKSUM:
         _check_content(out, mv, pos + 4)
