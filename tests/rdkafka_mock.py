@@ -96,6 +96,8 @@ def load_librdkafka() -> ctypes.CDLL:
     _sig(lib.rd_kafka_mock_cluster_bootstraps, cp, vp)
     _sig(lib.rd_kafka_mock_cluster_destroy, None, vp)
     _sig(lib.rd_kafka_mock_set_apiversion, ctypes.c_int, vp, i16, i16, i16)
+    if hasattr(lib, "rd_kafka_mock_topic_create"):
+        _sig(lib.rd_kafka_mock_topic_create, ctypes.c_int, vp, cp, ctypes.c_int, ctypes.c_int)
     return lib
 
 
@@ -134,9 +136,7 @@ class MockCluster:
             raise MockUnavailable("rd_kafka_mock_cluster_new returned NULL")
         raw = lib.rd_kafka_mock_cluster_bootstraps(self._mcluster)
         self.bootstraps: str = raw.decode() if raw else ""
-        self.brokers: list[tuple[str, int]] = [
-            parse_host_port(b) for b in self.bootstraps.split(",") if b
-        ]
+        self.brokers: list[tuple[str, int]] = [parse_host_port(b) for b in self.bootstraps.split(",") if b]
         if not all(host in ("127.0.0.1", "localhost") for host, _ in self.brokers):
             self.close()
             raise MockUnavailable(f"mock brokers are not on loopback: {self.bootstraps}")
@@ -153,6 +153,21 @@ class MockCluster:
             raise ValueError(
                 f"rd_kafka_mock_set_apiversion({api}, {min_version}, {max_version}): "
                 f"{(self._lib.rd_kafka_err2str(err) or b'?').decode()}"
+            )
+
+    def create_topic(self, topic: str, partitions: int, replication_factor: int = 1) -> None:
+        """Create ``topic`` with ``partitions`` partitions (``rd_kafka_mock_topic_create``; the mock
+        does not answer CreateTopics requests)."""
+        if self._mcluster is None:
+            raise RuntimeError("the mock cluster is closed")
+        if not hasattr(self._lib, "rd_kafka_mock_topic_create"):
+            raise MockUnavailable("this librdkafka has no rd_kafka_mock_topic_create")
+        err = self._lib.rd_kafka_mock_topic_create(
+            self._mcluster, topic.encode(), partitions, replication_factor
+        )
+        if err:
+            raise ValueError(
+                f"rd_kafka_mock_topic_create({topic}): {self._lib.rd_kafka_err2str(err).decode()}"
             )
 
     def remove_api(self, api: int | str) -> None:

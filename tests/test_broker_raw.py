@@ -309,6 +309,18 @@ def test_produced_batches_come_back_byte_for_byte(cluster: MockCluster) -> None:
     assert [r.value for b in batches for r in b.records()] == [b"one", b"two"] * 5
 
 
+def test_error_messages_quoting_a_huge_name_still_fit_the_response(cluster: MockCluster) -> None:
+    # Found by `kcodec fuzz` against kcodec broker: a 32,767-byte topic name quoted in the error
+    # message made the response unencodable and the connection closed.
+    create = rq.cls("CreateTopicsRequest")
+    name = "n" * 32767
+    req = create(timeout_ms=1000, topics=[create.CreatableTopic(name=name, num_partitions=1, replication_factor=1)])
+    with conn_to(cluster) as conn:
+        result = conn.request(req, 6).body.topics[0]
+    assert result.name == name and result.error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert 0 < len(result.error_message) <= 1000 and result.error_message.endswith("…")
+
+
 def test_produce_errors(cluster: MockCluster) -> None:
     tid = topic_id(cluster, "t")
     good = rq.batch(b"x")

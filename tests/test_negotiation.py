@@ -24,9 +24,8 @@ from kcodec.negotiation import (
     kcodec_profile,
     key_fields,
     negotiate,
-    render_versions_report,
-    versions_report,
 )
+from kcodec.versions_report import render_versions_report, versions_report
 
 KMAX = kcodec.api("ApiVersions").max_version
 # What librdkafka's mock cluster (2.16) answers to ApiVersions v3/v4 (after the correlation id): error 35,

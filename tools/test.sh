@@ -12,4 +12,5 @@ if ! "$PY" -c 'import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) 
     "$PY" -m pip install --disable-pip-version-check -q -e '.[test]'
 fi
 
-exec "$PY" -m pytest -q -n 2 "$@"
+# --dist loadgroup: the Spark tests (xdist_group "spark") share one worker and so one Spark session.
+exec "$PY" -m pytest -q -n 2 --dist loadgroup "$@"

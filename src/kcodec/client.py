@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import ssl
 import struct
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Self
 
 from kcodec.client_errors import (
     BrokerConnectionError,
@@ -41,12 +40,26 @@ from kcodec.client_errors import (
     ProtocolError,
     RequestTimeoutError,
 )
-from kcodec.errors import DecodeError, InvalidArgumentError, KcodecError
+from kcodec.errors import DecodeError, KcodecError
 from kcodec.frames import ResponseFrame, decode_response, encode_request
 from kcodec.model import Message
 from kcodec.peer_sniff import describe_foreign_reply
 from kcodec.registry import api
 from kcodec.sasl import SaslCredentials, SaslExchange
+from kcodec.transport import (
+    SocketFactory,
+    SocketLike,
+    StreamFactory,
+    bad_size,
+    check_port,
+    closed_early,
+    default_socket_factory,
+    os_reason,
+    parse_host_port,
+    tls_context,
+    tls_failure,
+    tls_socket_factory,
+)
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
@@ -61,121 +74,6 @@ __all__ = [
 DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
 _SIZE = struct.Struct(">i")
 _CORR = struct.Struct(">i")
-
-
-class SocketLike(Protocol):
-    """What :class:`Connection` needs of a socket (``socket.socket`` and ``ssl.SSLSocket`` fit)."""
-
-    def sendall(self, data: bytes, /) -> Any: ...
-    def recv(self, bufsize: int, /) -> bytes: ...
-    def settimeout(self, value: float | None, /) -> None: ...
-    def close(self) -> None: ...
-
-
-SocketFactory = Callable[[str, int, float], SocketLike]
-StreamFactory = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
-
-
-def parse_host_port(target: str, default_port: int = 9092) -> tuple[str, int]:
-    """``"host:port"`` / ``"[::1]:9092"`` / ``"host"`` → ``(host, port)``; ``InvalidArgumentError``
-    (one line, saying what is wrong) for anything else."""
-    text = target.strip()
-    if text.startswith("["):
-        host, close, rest = text[1:].partition("]")
-        if not close or (rest and not rest.startswith(":")):
-            raise InvalidArgumentError(f"{target!r}: expected [IPv6]:PORT")
-        port_text = rest[1:] if rest else None
-    elif text.count(":") == 1:
-        host, port_text = text.split(":")
-    elif text.count(":") > 1:
-        raise InvalidArgumentError(f"{target!r}: write an IPv6 address as [ADDRESS]:PORT")
-    else:
-        host, port_text = text, None
-    if not host:
-        raise InvalidArgumentError(f"{target!r}: no host name before the port")
-    if port_text is None:
-        return host, default_port
-    if not port_text:
-        raise InvalidArgumentError(f"{target!r}: no port after ':'")
-    if not port_text.isdigit():
-        raise InvalidArgumentError(f"{target!r}: port {port_text!r} is not a number")
-    return host, check_port(int(port_text), target)
-
-
-def check_port(port: int, target: object = None) -> int:
-    """``port`` if it is a TCP port (1-65535), else ``InvalidArgumentError``."""
-    if not 1 <= port <= 65535:
-        where = f"{target!r}: " if target is not None else ""
-        raise InvalidArgumentError(f"{where}port {port} is out of range (1-65535)")
-    return port
-
-
-def tls_context(
-    cafile: str | None = None,
-    certfile: str | None = None,
-    keyfile: str | None = None,
-    *,
-    verify: bool = True,
-) -> ssl.SSLContext:
-    """A client TLS context: the system's CAs or ``cafile``, and a client certificate (``certfile``,
-    ``keyfile``) for brokers that require one (``ssl.client.auth=required``). ``verify=False`` skips
-    certificate and host name checks (tests and debugging only). Unreadable or invalid files raise
-    ``InvalidArgumentError``."""
-    try:
-        ctx = ssl.create_default_context(cafile=cafile)
-        if certfile is not None:
-            ctx.load_cert_chain(certfile, keyfile)
-    except (OSError, ssl.SSLError) as e:
-        raise InvalidArgumentError(f"cannot load the TLS files: {e}") from None
-    if keyfile is not None and certfile is None:
-        raise InvalidArgumentError("a TLS key file needs its certificate file too")
-    if not verify:
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-    return ctx
-
-
-def _closed_early(host: str, port: int, got_bytes: bool) -> ConnectionClosedError:
-    if got_bytes:
-        return ConnectionClosedError(f"{host}:{port} closed the connection")
-    return ConnectionClosedError(
-        f"{host}:{port} closed the connection without answering (a TLS or SASL-only listener may do "
-        "that to a plaintext client: try --tls)"
-    )
-
-
-def _bad_size(size: int, head: bytes, host: str, port: int) -> ProtocolError:
-    foreign = describe_foreign_reply(head)
-    if foreign is not None:
-        return ProtocolError(f"{host}:{port} is not answering in Kafka's protocol: {foreign}")
-    return ProtocolError(f"invalid response frame size {size} from {host}:{port}")
-
-
-def _default_socket_factory(host: str, port: int, timeout: float) -> SocketLike:
-    sock = socket.create_connection((host, port), timeout=timeout)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
-
-
-def _tls_socket_factory(context: ssl.SSLContext, server_hostname: str | None) -> SocketFactory:
-    def connect(host: str, port: int, timeout: float) -> SocketLike:
-        sock = socket.create_connection((host, port), timeout=timeout)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            return context.wrap_socket(sock, server_hostname=server_hostname or host)
-        except BaseException:
-            sock.close()
-            raise
-
-    return connect
-
-
-def _tls_failure(host: str, port: int, e: ssl.SSLError) -> BrokerConnectionError:
-    reason = getattr(e, "reason", None) or str(e)
-    hint = ""
-    if reason in ("WRONG_VERSION_NUMBER", "UNEXPECTED_EOF_WHILE_READING") or "EOF" in str(e):
-        hint = " (is it a plaintext listener? connect without --tls)"
-    return BrokerConnectionError(f"TLS handshake with {host}:{port} failed: {e}{hint}")
 
 
 def _run_sasl(request: Callable[[Message, int], Message], credentials: SaslCredentials) -> None:
@@ -280,9 +178,9 @@ class Connection:
         self.max_frame_size = max_frame_size
         if socket_factory is None:
             socket_factory = (
-                _default_socket_factory
+                default_socket_factory
                 if ssl_context is None
-                else _tls_socket_factory(ssl_context, server_hostname)
+                else tls_socket_factory(ssl_context, server_hostname)
             )
         self._factory = socket_factory
         self._on_connect = on_connect
@@ -309,9 +207,9 @@ class Connection:
                 f"connecting to {self.host}:{self.port} timed out after {self.timeout:g} s"
             ) from e
         except ssl.SSLError as e:
-            raise _tls_failure(self.host, self.port, e) from e
+            raise tls_failure(self.host, self.port, e) from e
         except OSError as e:
-            raise BrokerConnectionError(f"cannot connect to {self.host}:{self.port}: {_os_reason(e)}") from e
+            raise BrokerConnectionError(f"cannot connect to {self.host}:{self.port}: {os_reason(e)}") from e
         self._got_bytes = False
         try:
             if self.sasl is not None:
@@ -406,7 +304,7 @@ class Connection:
                     if len(self._buf) < 16 and describe_foreign_reply(bytes(self._buf)) is None:
                         with contextlib.suppress(ClientError):  # a little more text to name the peer
                             self._fill(min(deadline, time.monotonic() + 0.2), wait)
-                    error = _bad_size(size, bytes(self._buf[:64]), self.host, self.port)
+                    error = bad_size(size, bytes(self._buf[:64]), self.host, self.port)
                     self.close()
                     raise error
                 if len(self._buf) >= 4 + size:
@@ -429,11 +327,11 @@ class Connection:
         except OSError as e:
             self.close()
             where = f"{self.host}:{self.port}"
-            raise BrokerConnectionError(f"reading from {where} failed: {_os_reason(e)}") from e
+            raise BrokerConnectionError(f"reading from {where} failed: {os_reason(e)}") from e
         if not chunk:
             got = self._got_bytes
             self.close()
-            raise _closed_early(self.host, self.port, got)
+            raise closed_early(self.host, self.port, got)
         self._got_bytes = True
         self._buf += chunk
 
@@ -498,9 +396,9 @@ class AsyncConnection:
                 f"connecting to {self.host}:{self.port} timed out after {self.timeout:g} s"
             ) from e
         except ssl.SSLError as e:
-            raise _tls_failure(self.host, self.port, e) from e
+            raise tls_failure(self.host, self.port, e) from e
         except OSError as e:
-            raise BrokerConnectionError(f"cannot connect to {self.host}:{self.port}: {_os_reason(e)}") from e
+            raise BrokerConnectionError(f"cannot connect to {self.host}:{self.port}: {os_reason(e)}") from e
         self._error = None
         self._task = asyncio.get_running_loop().create_task(self._read_loop())
         try:
@@ -588,13 +486,13 @@ class AsyncConnection:
                 try:
                     head = await reader.readexactly(4)
                 except asyncio.IncompleteReadError as e:
-                    raise _closed_early(self.host, self.port, got_bytes or bool(e.partial)) from e
+                    raise closed_early(self.host, self.port, got_bytes or bool(e.partial)) from e
                 got_bytes = True
                 (size,) = _SIZE.unpack(head)
                 if size < 4 or size > self.max_frame_size:
                     with contextlib.suppress(TimeoutError, OSError):
                         head += await asyncio.wait_for(reader.read(60), 0.2)
-                    raise _bad_size(size, head, self.host, self.port)
+                    raise bad_size(size, head, self.host, self.port)
                 try:
                     frame = head + await reader.readexactly(size)
                 except asyncio.IncompleteReadError as e:
@@ -629,8 +527,3 @@ class AsyncConnection:
             if not fut.done():
                 fut.set_exception(err)
         self._waiters.clear()
-
-
-def _os_reason(e: OSError) -> str:
-    """An OSError as one line: its strerror (``Connection refused``) when it has one."""
-    return e.strerror if isinstance(e.strerror, str) and e.strerror else str(e)

@@ -11,7 +11,8 @@ from typing import Any
 
 from kcodec.client import ConnectionSettings, parse_host_port
 from kcodec.cluster import fetch_metadata
-from kcodec.negotiation import ClientProfile, versions_report
+from kcodec.negotiation import ClientProfile
+from kcodec.versions_report import versions_report
 
 __all__ = ["cluster_versions_report"]
 

@@ -27,6 +27,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "versions": ("versions", "versions_command", "Broker API versions vs kcodec's, negotiated versions."),
     "metadata": ("metadata", "metadata_command", "Brokers, topics, partitions, leaders (like kcat -L)."),
     "fuzz": ("fuzz", "fuzz_command", "Fuzz a broker (HOST:PORT); replay a finding (fuzz replay FILE)."),
+    "proxy": ("proxy", "proxy_command", "Forward Kafka traffic to a cluster, decoding it live."),
+    "pipeline": ("pipeline", "pipeline_command", "Decode many captures on Spark into Parquet tables."),
+    "report": ("report", "report_command", "Render a pipeline output folder as an HTML report."),
 }
 
 

@@ -46,6 +46,10 @@ class TableWriter:
             return  # narrow terminal: rows are not in columns
         self._write_plain(self._head("time", "conn", "", "api", "corr", "size") + "summary", "bold")
 
+    def line(self, text: str, style: str = "") -> None:
+        """A line of its own (the totals at the end)."""
+        self._write_plain(text, style)
+
     def _write_plain(self, text: str, style: str = "") -> None:
         if self.console is not None:
             self.console.print(f"[{style}]{escape(text)}[/]" if style else escape(text), soft_wrap=True)
@@ -73,11 +77,23 @@ class TableWriter:
             self._continuation(line)
 
     def issue(self, ev: CaptureIssue) -> None:
-        where = "" if ev.connection is None else f"#{ev.connection}"
-        head = self._head(
-            clock(ev.timestamp), where, "!!", ev.kind, "", "" if ev.length is None else str(ev.length)
-        )
-        self._row(head, [("note", ev.message)], "yellow")
+        self.note(ev.timestamp, ev.connection, "!!", ev.kind, ev.message, ev.length)
+
+    def note(
+        self,
+        ts: float,
+        connection: int | None,
+        marker: str,
+        label: str,
+        message: str,
+        size: int | None = None,
+        style: str = "yellow",
+    ) -> None:
+        """A row that is not a frame: ``marker`` (two characters) where the arrow goes, ``label`` in the
+        api column, ``message`` as the summary (in the notes' colour)."""
+        where = "" if connection is None else f"#{connection}"
+        head = self._head(clock(ts), where, marker, label, "", "" if size is None else str(size))
+        self._row(head, [("note" if style == "yellow" else style, message)], style)
 
     def _continuation(self, line: str) -> None:
         indent = " " * (self.left if self.width is not None and self.width >= _WIDE else 4)

@@ -77,7 +77,7 @@ def versions_command(
     if all_brokers:
         _all_brokers(address, settings, profile, as_json)
         return
-    from kcodec.negotiation import render_versions_report, versions_report
+    from kcodec.versions_report import render_versions_report, versions_report
 
     report = versions_report(address, settings=settings, client_profile=profile, proposals=proposals)
     hs = report["handshake"]
@@ -89,7 +89,7 @@ def versions_command(
 
 
 def _captured(target: str, as_json: bool, profile: Any, proposals: bool) -> None:
-    from kcodec.negotiation import render_versions_report, versions_report
+    from kcodec.versions_report import render_versions_report, versions_report
 
     path = Path(target)
     try:

@@ -37,6 +37,17 @@ class RequestContext:
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
 
+#: Error messages written into responses are cut to this many characters: a message may quote what
+#: the client sent (a 32,767-byte topic name), and must still fit the protocol's string limit.
+MAX_ERROR_MESSAGE = 1000
+
+
+def wire_message(message: str | None) -> str | None:
+    """An error message as a response carries it: at most ``MAX_ERROR_MESSAGE`` characters."""
+    if message is None or len(message) <= MAX_ERROR_MESSAGE:
+        return message
+    return message[: MAX_ERROR_MESSAGE - 1] + "…"
+
 
 @cache
 def cls(message_name: str) -> Any:

@@ -13,6 +13,7 @@ from kcodec.broker.handlers.common import (
     leader_hint_needed,
     node_endpoints,
     partition_error,
+    wire_message,
 )
 from kcodec.broker.idempotence import check_sequence, record_append
 from kcodec.broker.validate import Invalid, validate_produced
@@ -96,5 +97,5 @@ def _append(ctx: RequestContext, req: Any, topic: Any, pd: Any, by_id: bool) -> 
     if v >= 5:
         pr.log_start_offset = p.log.log_start_offset if p is not None and error is ErrorCode.NONE else -1
     if v >= 8:
-        pr.error_message = message
+        pr.error_message = wire_message(message)
     return pr

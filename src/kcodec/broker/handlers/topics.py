@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcodec.broker.errors import BrokerError
-from kcodec.broker.handlers.common import RequestContext, cls
+from kcodec.broker.handlers.common import RequestContext, cls, wire_message
 from kcodec.error_codes import ErrorCode
 from kcodec.model import Uuid
 
@@ -39,7 +39,7 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
                 error, message = e.code, str(e)
         r.error_code = error
         if v >= 1:
-            r.error_message = message
+            r.error_message = wire_message(message)
         results.append(r)
     return resp(topics=results)
 

@@ -1,0 +1,194 @@
+"""How decoded Kafka traffic is shown, whatever it comes from: a capture file (``kcodec
+decode-capture``) or live connections (``kcodec proxy``).
+
+:class:`CaptureOutput` takes events one at a time (:meth:`~CaptureOutput.add`): it works out their
+facts and resolves topic ids to names from Metadata seen earlier, applies the filters, notes the
+``--fail-on`` conditions met, and shows what is kept as JSON lines, as rows of the streaming table, or
+adds it to the ``--summary`` totals; :meth:`~CaptureOutput.end` prints the table's last line or the
+summary. JSON lines and the table can be written at the same time (the proxy's ``--json FILE``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import IO, Literal
+
+import orjson
+
+from kcodec.capture import CapturedFrame, CaptureEvent, CaptureIssue
+from kcodec.capture.facts import Facts, frame_facts
+from kcodec.capture.stats import CaptureStats
+from kcodec.capture.topics import TopicDirectory
+from kcodec.cli.capture_filters import EventFilter
+from kcodec.cli.capture_table import TableWriter
+from kcodec.cli.capture_view import full_view, record_lines, summary_parts
+from kcodec.error_codes import error_name
+from kcodec.errors import KcodecError
+
+__all__ = ["CaptureOutput", "frame_json", "quiet_stdout"]
+
+RecordsMode = Literal["raw", "base64", "text"]
+
+
+def frame_json(ev: CaptureEvent, facts: Facts | None, records: RecordsMode = "raw") -> bytes:
+    """One JSON line (newline included) for an event: the frame's ``to_dict`` and its Kafka error
+    codes with their names, or the issue's ``to_dict``."""
+    if isinstance(ev, CapturedFrame):
+        obj = ev.to_dict(records=records)
+        obj["error_codes"] = [
+            {"code": code, "name": error_name(code), "where": where}
+            for code, where in (facts.error_codes if facts is not None else ())
+        ]
+    else:
+        obj = ev.to_dict()
+    return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
+
+
+class _Totals:
+    """What the table's last line counts (every event, shown or not)."""
+
+    def __init__(self) -> None:
+        self.frames = self.requests = self.undecodable = self.nonconformant = self.issues = 0
+        self.connections: set[int] = set()
+
+    def add(self, ev: CaptureEvent) -> None:
+        if isinstance(ev, CaptureIssue):
+            self.issues += 1
+            return
+        self.frames += 1
+        self.requests += ev.direction == "request"
+        self.undecodable += ev.error is not None
+        self.nonconformant += bool(ev.diagnostics)
+        self.connections.add(ev.connection)
+
+
+class CaptureOutput:
+    """Events in, JSON lines / table rows / summary out (see the module docstring).
+
+    ``table``: where rows go (None: no table); ``jsonout``: where JSON lines go (None: none);
+    ``summary``: collect totals instead of showing events (printed to ``jsonout`` as one JSON object
+    if given, else as text); ``count``: stop after that many frames shown."""
+
+    def __init__(
+        self,
+        *,
+        flt: EventFilter,
+        table: TableWriter | None,
+        jsonout: IO[bytes] | None,
+        summary: bool = False,
+        count: int | None = None,
+        verbose: bool = False,
+        records: RecordsMode = "raw",
+    ) -> None:
+        self.flt = flt
+        self.table = table
+        self.jsonout = jsonout
+        self.summary = summary
+        self.count = count
+        self.verbose = verbose
+        self.records = records
+        self.stats = CaptureStats()
+        self.totals = _Totals()
+        self.topics = TopicDirectory()
+        self.seen_conns: set[int] = set()
+        self.shown = 0  # frames shown
+        self.flags: set[str] = set()  # the --fail-on conditions met
+
+    @property
+    def done(self) -> bool:
+        """``count`` frames have been shown."""
+        return self.count is not None and self.shown >= self.count
+
+    def add(self, ev: CaptureEvent) -> None:
+        """One event: facts, filters, ``--fail-on`` flags, then shown (or counted for the summary)."""
+        if self.done:
+            return
+        facts = self._facts(ev)
+        self.totals.add(ev)
+        if not self.flt.keep(ev, facts):
+            return
+        self._flag(ev, facts)
+        if self.summary:
+            self.stats.add(ev, facts)
+        else:
+            self._show(ev, facts)
+        if isinstance(ev, CapturedFrame):
+            self.shown += 1
+
+    def _facts(self, ev: CaptureEvent) -> Facts | None:
+        if not isinstance(ev, CapturedFrame) or ev.body is None or ev.api_version is None:
+            return None
+        try:
+            facts = frame_facts(ev.body, ev.api_version)
+        except (KcodecError, AttributeError, TypeError):
+            return None
+        self.topics.learn(facts)
+        names = self.topics.resolve(facts)
+        if names:
+            ev.extra["topic_names"] = names
+        return facts
+
+    def _flag(self, ev: CaptureEvent, facts: Facts | None) -> None:
+        if isinstance(ev, CaptureIssue):
+            self.flags.add("issues")
+            return
+        if ev.error is not None:
+            self.flags.add("errors")
+        if ev.diagnostics:
+            self.flags.add("diagnostics")
+        if facts is not None and facts.error_codes:
+            self.flags.add("error-codes")
+
+    def _show(self, ev: CaptureEvent, facts: Facts | None) -> None:
+        if self.jsonout is not None:
+            self.jsonout.write(frame_json(ev, facts, self.records))
+        table = self.table
+        if table is None:
+            return
+        if isinstance(ev, CaptureIssue):
+            table.issue(ev)
+            return
+        if ev.connection not in self.seen_conns:
+            self.seen_conns.add(ev.connection)
+            table.connection(ev.connection, ev.client, ev.server)
+        extra: list[str] = []
+        if self.records != "raw":
+            extra += record_lines(ev, values=self.records)
+        if self.verbose:
+            extra += full_view(ev)
+        table.frame(ev, summary_parts(ev, facts), extra)
+
+    def end(self) -> None:
+        """The summary, or the table's last line (totals)."""
+        if self.summary:
+            from kcodec.cli.capture_summary import print_summary
+
+            if self.jsonout is not None:
+                self.jsonout.write(orjson.dumps(self.stats.to_dict(), option=orjson.OPT_APPEND_NEWLINE))
+            else:
+                print_summary(self.stats.to_dict(), sys.stdout.isatty())
+            return
+        if self.table is not None:
+            t = self.totals
+            line = (
+                f"{t.frames} frames ({t.requests} requests, {t.frames - t.requests} responses) on "
+                f"{len(t.connections)} connections; {t.undecodable} undecodable; {t.nonconformant} "
+                f"non-conformant; {t.issues} stream issues"
+            )
+            if self.shown != t.frames:
+                line += f"; {self.shown} frames shown"
+            self.table.line(line)
+
+    def flush(self) -> None:
+        if self.jsonout is not None:
+            self.jsonout.flush()
+        sys.stdout.flush()
+
+
+def quiet_stdout() -> None:
+    """The reader of standard output went away (``| head``): no more output, and no error at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(devnull, sys.stdout.fileno())

@@ -1,0 +1,92 @@
+"""``kcodec pipeline``: many captures -> Parquet tables on Spark (``kcodec.pipeline``), with progress
+and the text summary at the end."""
+
+from __future__ import annotations
+
+import click
+
+from kcodec.cli.common import CONTEXT_SETTINGS
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+@click.command("pipeline", context_settings=CONTEXT_SETTINGS)
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("--output", "-o", required=True, help="Folder for the Parquet tables (overwritten).")
+@click.option("--master", help="Spark master URL (default local[*]: every core of this machine).")
+@click.option(
+    "--port",
+    "ports",
+    type=click.IntRange(1, 65535),
+    multiple=True,
+    help="A Kafka broker port (repeatable), in addition to 9092.",
+)
+@click.option("--no-autodetect", is_flag=True, help="Only decode connections on Kafka ports.")
+@click.option("--strict", is_flag=True, help="Reject frames with bytes left after the body.")
+@click.option(
+    "--split-size",
+    type=click.IntRange(1, 1 << 20),
+    default=128,
+    show_default=True,
+    help="Files larger than this (MB) are read in byte ranges by parallel tasks.",
+)
+@click.option(
+    "--partitions", type=click.IntRange(1, 100000), help="Connection partitions (default 2x cores)."
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress and no summary.")
+def pipeline_command(
+    inputs: tuple[str, ...],
+    output: str,
+    master: str | None,
+    ports: tuple[int, ...],
+    no_autodetect: bool,
+    strict: bool,
+    split_size: int,
+    partitions: int | None,
+    quiet: bool,
+) -> None:
+    """Decode the Kafka traffic in packet captures (files, folders, globs; local, HDFS, S3, ...) on
+    Spark into Parquet tables under --output: frames, diagnostics, api_stats, latency, errors,
+    clients, fencing, timeline, summary. `kcodec report DIR` renders them as an HTML page.
+
+    Connections that continue across rotated files are decoded as one stream. Damaged or unreadable
+    files are listed in the diagnostics table; the others are decoded.
+    """
+    try:
+        from kcodec.pipeline import JavaNotFoundError, PipelineInputError, run_pipeline
+    except ImportError as e:
+        raise click.ClickException(f"the pipeline needs PySpark: pip install 'kcodec[spark]' ({e})") from None
+    from pyspark.errors import PySparkException
+
+    try:
+        run = run_pipeline(
+            list(inputs),
+            output,
+            master=master,
+            ports=ports,
+            autodetect=not no_autodetect,
+            strict=strict,
+            split_size=split_size << 20,
+            partitions=partitions,
+            progress=False if quiet else None,
+        )
+    except PipelineInputError as e:
+        raise click.UsageError(str(e)) from None
+    except JavaNotFoundError as e:
+        raise click.ClickException(str(e)) from None
+    except (PySparkException, OSError) as e:
+        raise click.ClickException(f"Spark: {_one_line(e)}") from None
+    except Exception as e:  # py4j errors from the JVM (not a PySparkException)
+        if type(e).__module__.startswith("py4j"):
+            raise click.ClickException(f"Spark: {_one_line(e)}") from None
+        raise
+    if not quiet:
+        r = run.result
+        for line in run.lines:
+            click.echo(line)
+        rate = r.input_bytes / max(r.seconds, 1e-9)
+        speed = f"{rate / 1e6:.1f} MB/s" if rate >= 1e5 else f"{rate / 1e3:.1f} kB/s"
+        click.echo(f"tables written to {r.output} in {r.seconds:.1f} s ({speed})")

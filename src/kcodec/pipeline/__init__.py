@@ -1,0 +1,93 @@
+"""The data pipeline: many packet captures -> Parquet tables, aggregates and a report, on Spark.
+
+Quick use::
+
+    from kcodec.pipeline import run_pipeline
+    result = run_pipeline(["captures/"], "out/")          # local Spark on this machine's cores
+    print("\\n".join(result.lines))                          # the text summary
+
+    run_pipeline(["hdfs:///captures/2024-06-01/"], "hdfs:///kafka-traffic/", master="yarn")
+
+``kcodec pipeline INPUT... --output DIR`` is the same on the command line, and ``kcodec report DIR``
+renders the tables as an HTML page.
+
+The job (:mod:`~kcodec.pipeline.job`) runs the stages of :mod:`kcodec.capture` on Spark: files are
+cut into byte ranges read by parallel tasks into TCP segment rows (:mod:`~kcodec.pipeline.scan`);
+the rows are grouped by connection across files (rotated captures) and each connection is
+reassembled, framed, paired and decoded by the capture package (:mod:`~kcodec.pipeline.decode`),
+exactly as ``kcodec decode-capture`` does for one file. Outputs under the output folder:
+
+- ``frames``: one row per request/response: the ``decode-capture --json`` fields (header and body as
+  JSON strings) and columns read out of them (:mod:`~kcodec.pipeline.flatten`): topics, partitions
+  with error codes and leader epochs, errors, client id and client software; partitioned by ``date``
+  and ``api``;
+- ``diagnostics``: unreadable files, damaged capture records, stream problems, non-conformant and
+  undecodable frames;
+- ``api_stats``, ``latency``, ``errors``, ``clients``, ``fencing``, ``timeline``, ``summary``
+  (:mod:`~kcodec.pipeline.aggregates`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kcodec.pipeline.inputs import DEFAULT_SPLIT_SIZE, PipelineInputError, check_local_inputs
+from kcodec.pipeline.java import JavaNotFoundError
+from kcodec.pipeline.job import TABLES, PipelineResult, run_job
+from kcodec.pipeline.summary import summary_lines
+
+__all__ = [
+    "DEFAULT_SPLIT_SIZE",
+    "TABLES",
+    "JavaNotFoundError",
+    "PipelineInputError",
+    "PipelineResult",
+    "PipelineRun",
+    "run_pipeline",
+    "summary_lines",
+]
+
+
+@dataclass(slots=True)
+class PipelineRun:
+    """What :func:`run_pipeline` returns: the job's result and its text summary."""
+
+    result: PipelineResult
+    lines: list[str]
+
+
+def run_pipeline(
+    inputs: Sequence[str],
+    output: str,
+    *,
+    master: str | None = None,
+    ports: Sequence[int] = (),
+    autodetect: bool = True,
+    strict: bool = False,
+    split_size: int = DEFAULT_SPLIT_SIZE,
+    partitions: int | None = None,
+    progress: bool | None = None,
+) -> PipelineRun:
+    """Decode the captures under ``inputs`` (files, folders, globs; any path Spark reads) into Parquet
+    tables under ``output``. ``master``: a Spark master URL (default: the running session, or
+    ``local[*]``). ``ports``: Kafka ports besides 9092 (other connections are auto-detected unless
+    ``autodetect=False``). Raises :class:`PipelineInputError` for missing or empty inputs and
+    :class:`JavaNotFoundError` when Spark has no Java to run on."""
+    from kcodec.pipeline.session import spark_session
+
+    paths = [str(p) for p in inputs]
+    check_local_inputs(paths)
+    spark = spark_session(master)
+    result = run_job(
+        spark,
+        paths,
+        output,
+        ports=ports,
+        autodetect=autodetect,
+        strict=strict,
+        split_size=split_size,
+        partitions=partitions,
+        progress=progress,
+    )
+    return PipelineRun(result, summary_lines(result.tables))

@@ -1,0 +1,83 @@
+"""The Spark session the pipeline runs in.
+
+Locally (no ``master`` given, or ``local[...]``) Spark is bound to the loopback interface:
+``SPARK_LOCAL_IP``, ``spark.driver.host`` and ``spark.driver.bindAddress`` are 127.0.0.1, and the
+web UI is off, so nothing listens beyond this machine and start-up stays short. With ``master``
+naming a cluster (``spark://``, ``yarn``, ``k8s://``) those settings are left to the cluster's
+configuration. Under ``spark-submit`` the session it set up is used as it is.
+
+Executors run Python workers with the driver's interpreter (``PYSPARK_PYTHON``), so kcodec must be
+installed there (locally it is the same environment; on a cluster, install it on every node or ship
+the wheel with ``--py-files``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from kcodec.pipeline.java import find_java_home
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["LOOPBACK", "is_local", "spark_session"]
+
+LOOPBACK = "127.0.0.1"
+
+
+def is_local(master: str) -> bool:
+    return master == "local" or master.startswith("local[")
+
+
+def _under_spark_submit() -> bool:
+    return "SPARK_SUBMIT_OPTS" in os.environ or os.environ.get("PYSPARK_GATEWAY_PORT") is not None
+
+
+def spark_session(master: str | None = None, *, app_name: str = "kcodec pipeline") -> SparkSession:
+    """A session for ``master`` (default ``local[*]``), or the one already running in this process.
+
+    The active session is reused as it is (a test's, or spark-submit's); otherwise a new one is
+    started with Java found by :func:`~kcodec.pipeline.java.find_java_home`.
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    if not _under_spark_submit():
+        home, _origin = find_java_home()
+        os.environ["JAVA_HOME"] = str(home)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master is None and _under_spark_submit():
+        return builder.getOrCreate()
+    master = master or "local[*]"
+    builder = builder.master(master)
+    if is_local(master):
+        os.environ["SPARK_LOCAL_IP"] = LOOPBACK
+        builder = (
+            builder.config("spark.driver.host", LOOPBACK)
+            .config("spark.driver.bindAddress", LOOPBACK)
+            .config("spark.ui.enabled", "false")
+            # small shuffles on one machine: a few partitions per core, not Spark's default 200
+            .config("spark.sql.shuffle.partitions", str(4 * (os.cpu_count() or 2)))
+            # the decoded frames are cached once between the writes: spend no CPU compressing them
+            .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
+            # shuffle files stay on this machine's disk: no CPU spent compressing capture payloads
+            .config("spark.shuffle.compress", "false")
+            .config("spark.shuffle.spill.compress", "false")
+        )
+    builder = (
+        builder.config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.sql.sources.partitionOverwriteMode", "static")
+    )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
