@@ -3,8 +3,8 @@ so ``kcodec --help`` and quick commands stay fast.
 
 The commands only present; the work is done by the library (``kcodec.registry``, ``kcodec.schema``,
 ``kcodec.capture``, ``kcodec.negotiation``, ...) or, for ``generate``, by the generator run as a
-subprocess (``python -m codegen.generate``) because the runtime never imports the build-time
-``codegen`` package.
+subprocess (``python -m kcodec.codegen.generate``) because the runtime never imports the build-time
+generator (``kcodec.codegen``).
 """
 
 from __future__ import annotations
