@@ -49,11 +49,11 @@ class Span:
     count (``LENGTH_KINDS``), ``struct_marker`` (the int8 before a nullable struct), value bytes
     (``string_data``, ``bytes_data``, ``records_data``) or a tagged-field section item (``tag_count``,
     ``tag`` (``known_tag`` for a tag the struct defines), ``tag_size``, ``tag_data`` for an unknown
-    tag's bytes, ``tag_slack`` for bytes a known tag's size declares beyond its value). ``value``: the
-    integer it holds (-1 for null lengths, counts and markers), ``None`` for data. ``compact``: written
-    as an unsigned varint (compact lengths hold length + 1; tag items hold themselves). ``path``: the
-    field, e.g. ``topics[0].partitions[2].partition_index`` (tag items: the struct's path +
-    ``._tagged``).
+    tag's bytes, ``tag_slack`` for bytes a known tag's size declares beyond its value, which the
+    decoders refuse). ``value``: the integer it holds (-1 for null lengths, counts and markers),
+    ``None`` for data. ``compact``: written as an unsigned varint (compact lengths hold length + 1;
+    tag items hold themselves). ``path``: the field, e.g. ``topics[0].partitions[2].partition_index``
+    (tag items: the struct's path + ``._tagged``).
     """
 
     offset: int
