@@ -229,7 +229,36 @@ def test_compiled_modules_print_native_classes_and_bytes_reads() -> None:
     text = render_module(environment(), module("ListOffsetsRequest", compiled=True))
     assert "__slots__" not in text and "partition_index: Any  # int" in text
     assert "def d_ListOffsetsPartition_v4(buf: bytes, pos: int, blen: int)" in text
-    assert "obj = ListOffsetsRequest()" in text and "BYTES_INPUT = True" in text
+    # objects are made in one constructor call from the locals their fields were read into
+    assert "obj = ListOffsetsRequest()" not in text and "BYTES_INPUT = True" in text
+    assert "obj = ListOffsetsRequest(replica_id=replica_id_value, " in text
+    assert "partitions_item = ListOffsetsPartition(partition_index=partition_index_value, " in text
     assert "^ 0x80000000) - 0x80000000" in text  # int32 counts read with integer arithmetic
+    assert "buf[pos + 9]" in text and "buf[pos + 8 + 1]" not in text  # one addition per byte index
     pure = render_module(environment(), module("ListOffsetsRequest"))
     assert "__slots__" in pure and "_I32(buf, pos)[0]" in pure and "BYTES_INPUT = False" in pure
+
+
+def test_compiled_decoders_build_each_object_from_locals() -> None:
+    """Compiled: fields are read into locals (none into attributes), defaults and the unknown tagged
+    fields go into the one constructor call; same-width elements are read in place with arithmetic
+    (no iter_unpack tuple per element). The interpreted plan is untouched."""
+    plan = module("ApiVersionsResponse", compiled=True)
+    root = next(f for f in plan.functions if f.id == dict(plan.roots)[3])
+    assert root.read_build is not None and root.read_build.target == "obj"
+    assert root.read_build.cls == "ApiVersionsResponse"
+    assert "unknown_tagged_fields=unknown_tagged" in root.read_build.args
+    assert root.read_tagged is not None and root.read_tagged.store == "unknown_tagged"
+    assert "error_code_value" in root.read_locals and "unknown_tagged" in root.read_locals
+    keys = next(op for op in root.read if isinstance(op, ReadValue) and op.seg == "api_keys")
+    assert keys.target == "api_keys_value"
+    assert keys.array is not None and keys.array.strategy == "inline" and keys.array.build is not None
+    assert keys.array.build.args.startswith("api_key=api_key_value, min_version=min_version_value")
+    assert root.read_lazy_build is not None and root.read_lazy_tagged is not root.read_tagged
+    pure = module("ApiVersionsResponse")
+    pure_root = next(f for f in pure.functions if f.id == dict(pure.roots)[3])
+    assert pure_root.read_build is None and pure_root.read_locals == ()
+    assert pure_root.read_tagged is not None and pure_root.read_tagged.store == "obj._unknown_tagged_fields"
+    pure_keys = next(op for op in pure_root.read if isinstance(op, ReadValue) and op.seg == "api_keys")
+    assert pure_keys.target == "obj.api_keys"
+    assert pure_keys.array is not None and pure_keys.array.strategy == "same_width"

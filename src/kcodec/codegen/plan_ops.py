@@ -14,6 +14,7 @@ from kcodec.codegen.constants import ConstantPool
 from kcodec.codegen.layout import FieldPlan, RunPlan, StructPlan, ValuePlan
 from kcodec.codegen.program import (
     AbsentCheck,
+    BuildObject,
     KnownTag,
     Length,
     ReadArray,
@@ -67,39 +68,70 @@ class Locals:
         return name
 
 
-#: integer arithmetic reading one value of a struct format code at ``buf[at]`` (a bytes buffer in
-#: compiled code: machine integers, no call); codes without an entry are read with struct.
+#: integer arithmetic reading one value of a struct format code at ``buf[pos + offset]`` (a bytes buffer
+#: in compiled code: machine integers, no call); ``{k}`` is the byte ``k`` of the value. Codes without
+#: an entry are read with struct.
 _ARITH = {
     "b": "(buf[{0}] ^ 0x80) - 0x80",
     "?": "buf[{0}] != 0",
-    "h": "((buf[{0}] << 8 | buf[{0} + 1]) ^ 0x8000) - 0x8000",
-    "H": "buf[{0}] << 8 | buf[{0} + 1]",
-    "i": "((buf[{0}] << 24 | buf[{0} + 1] << 16 | buf[{0} + 2] << 8 | buf[{0} + 3]) ^ 0x80000000)"
-    " - 0x80000000",
-    "I": "buf[{0}] << 24 | buf[{0} + 1] << 16 | buf[{0} + 2] << 8 | buf[{0} + 3]",
+    "h": "((buf[{0}] << 8 | buf[{1}]) ^ 0x8000) - 0x8000",
+    "H": "buf[{0}] << 8 | buf[{1}]",
+    "i": "((buf[{0}] << 24 | buf[{1}] << 16 | buf[{2}] << 8 | buf[{3}]) ^ 0x80000000) - 0x80000000",
+    "I": "buf[{0}] << 24 | buf[{1}] << 16 | buf[{2}] << 8 | buf[{3}]",
     # the signed high half shifted, then the unsigned low half (two's complement throughout)
-    "q": "(((buf[{0}] << 24 | buf[{0} + 1] << 16 | buf[{0} + 2] << 8 | buf[{0} + 3]) ^ 0x80000000)"
-    " - 0x80000000) << 32 | (buf[{0} + 4] << 24 | buf[{0} + 5] << 16 | buf[{0} + 6] << 8 | buf[{0} + 7])",
+    "q": "(((buf[{0}] << 24 | buf[{1}] << 16 | buf[{2}] << 8 | buf[{3}]) ^ 0x80000000) - 0x80000000) << 32"
+    " | (buf[{4}] << 24 | buf[{5}] << 16 | buf[{6}] << 8 | buf[{7}])",
 }
 
 
 def arith(code: str, offset: int) -> str:
-    """The expression reading one ``code`` value ``offset`` bytes after ``pos`` ("" if struct must)."""
+    """The expression reading one ``code`` value ``offset`` bytes after ``pos`` ("" if struct must);
+    each byte's index is one addition (``pos + 9``, not ``pos + 8 + 1``)."""
     template = _ARITH.get(code)
     if template is None:
         return ""
-    return template.format(f"pos + {offset}" if offset else "pos")
+    return template.format(*(f"pos + {offset + k}" if offset + k else "pos" for k in range(8)))
 
 
 class OpBuilder:
     def __init__(
-        self, pool: ConstantPool, fn_ids: dict[StructPlan, str], message: str, bytes_buffer: bool = False
+        self,
+        pool: ConstantPool,
+        fn_ids: dict[StructPlan, str],
+        message: str,
+        bytes_buffer: bool = False,
+        locals_first: bool = False,
     ) -> None:
         self.pool = pool
         self.fn_ids = fn_ids
         self.message = message
         self.bytes_buffer = bytes_buffer  # compiled and bytes-only: fixed-width values by arithmetic
+        #: compiled: read fields into locals and build each object in one constructor call (``build``)
+        self.locals_first = locals_first
         self.names = Locals()
+        self.read_into: dict[str, dict[str, str]] = {}  # object -> attribute -> the local it was read into
+        self.declared: list[str] = []  # the locals of read_into, and the unknown tagged fields' locals
+
+    def _declare(self, base: str) -> str:
+        local = self.names.new(base)
+        self.declared.append(local)
+        return local
+
+    def _target(self, obj: str, attr: str) -> str:
+        """Where a field of ``obj`` is read to: its attribute, or (locals first) a local of its own."""
+        if not self.locals_first:
+            return f"{obj}.{attr}"
+        local = self._declare(f"{attr}_value")
+        self.read_into.setdefault(obj, {})[attr] = local
+        return local
+
+    def build(self, plan: StructPlan, obj: str, tagged: ReadTagged | None) -> BuildObject | None:
+        """Locals first: the constructor call making ``obj`` once its fields have been read."""
+        if not self.locals_first:
+            return None
+        read = self.read_into.get(obj, {})
+        args = [*read.items(), *((a.attr, a.default) for a in plan.absent)]
+        return BuildObject(obj, plan.class_name, _keywords(args, tagged.store if tagged else "None"))
 
     def fn(self, plan: StructPlan | None) -> str:
         assert plan is not None
@@ -126,8 +158,8 @@ class OpBuilder:
         ops: list[READ] = []
         for step in plan.steps:
             if isinstance(step, RunPlan):
-                targets = tuple(f"{obj}.{f.attr}" for f in step.fields)
-                uuids = tuple(f"{obj}.{f.attr}" for f in step.fields if f.value.is_uuid)
+                targets = tuple(self._target(obj, f.attr) for f in step.fields)
+                uuids = tuple(t for f, t in zip(step.fields, targets, strict=True) if f.value.is_uuid)
                 run = self.pool.run(step) if track else None
                 exprs: tuple[str, ...] = ()
                 if self.bytes_buffer:
@@ -136,7 +168,7 @@ class OpBuilder:
                     exprs = exprs if all(exprs) else ()
                 ops.append(ReadRun(run, targets, self.pool.fmt(step.fmt), step.size, uuids, exprs))
             else:
-                target = f"{obj}.{step.attr}"
+                target = self._target(obj, step.attr)
                 ops.append(self.read_value(step.value, target, step.attr, track=track, lazy=lazy))
         return tuple(ops)
 
@@ -177,14 +209,15 @@ class OpBuilder:
         if lazy:
             return replace(base, strategy="lazy", start=self.names.new(f"{seg}_start"),
                             skip=self.skip_structs(sp, count), message=self.message)
-        strategy = read_strategy(sp)
+        strategy = read_strategy(sp, self.locals_first and self.bytes_buffer)
         if strategy == "call":
             return base
         start = self.names.new(f"{seg}_start")
         body = self.read_steps(sp, item, track=False)
-        defaults = tuple((f"{item}.{a.attr}", a.default) for a in sp.absent)
+        defaults = () if self.locals_first else tuple((f"{item}.{a.attr}", a.default) for a in sp.absent)
         tagged = self.read_tagged(sp, item, track=False) if sp.flexible else None
-        out = replace(base, strategy=strategy, start=start, body=body, defaults=defaults, tagged=tagged)
+        out = replace(base, strategy=strategy, start=start, body=body, defaults=defaults, tagged=tagged,
+                      build=self.build(sp, item, tagged))
         if strategy == "same_width":
             sw = same_width(sp)
             assert sw is not None
@@ -241,16 +274,20 @@ class OpBuilder:
     def read_tagged(self, plan: StructPlan, obj: str, *, track: bool = True) -> ReadTagged:
         prefix = "" if obj == "obj" else f"{obj}_"
         new = self.names.new
+        targets = [self._target(obj, t.attr) for t in plan.tagged]
         known = tuple(
-            KnownTag(t.tag or 0, t.attr, t.name,
-                     self.read_value(t.value, f"{obj}.{t.attr}", t.attr, track=True))
-            for t in plan.tagged
+            KnownTag(t.tag or 0, t.attr, t.name, self.read_value(t.value, target, t.attr, track=True))
+            for t, target in zip(plan.tagged, targets, strict=True)
         )
+        store = f"{obj}._unknown_tagged_fields"
+        if self.locals_first:
+            store = self._declare(f"{prefix}unknown_tagged")
         return ReadTagged(
-            obj=obj, track=track, count=new(f"{prefix}tagged_count"), tag=new(f"{prefix}tag"),
+            obj=obj, track=track, store=store, count=new(f"{prefix}tagged_count"), tag=new(f"{prefix}tag"),
             size=new(f"{prefix}tag_size"), end=new(f"{prefix}tag_end"), start=new(f"{prefix}tag_start"),
             prev=new(f"{prefix}prev_tag"), unknown=new(f"{prefix}unknown_tags"),
-            defaults=tuple((f"{obj}.{t.attr}", t.default) for t in plan.tagged), known=known,
+            defaults=tuple((target, t.default) for t, target in zip(plan.tagged, targets, strict=True)),
+            known=known,
         )
 
     # --- skipping ----------------------------------------------------------------------------------
@@ -395,9 +432,10 @@ class OpBuilder:
         return WriteTagged(known, _tuple_source(str(t.tag) for t in plan.tagged))
 
 
-def _keywords(args: list[tuple[str, str]]) -> str:
-    """Keyword arguments building a whole element (no unknown tagged fields) in one constructor call."""
-    return ", ".join([*(f"{attr}={source}" for attr, source in args), "unknown_tagged_fields=None"])
+def _keywords(args: list[tuple[str, str]], unknown: str = "None") -> str:
+    """Keyword arguments building a whole object in one constructor call (``unknown``: the source of
+    its unknown tagged fields)."""
+    return ", ".join([*(f"{attr}={source}" for attr, source in args), f"unknown_tagged_fields={unknown}"])
 
 
 def _tuple_source(items: object) -> str:

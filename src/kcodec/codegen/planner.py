@@ -141,10 +141,11 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
     )
 
 
-def _strategy_note(sp: StructPlan, is_root: bool) -> str:
+def _strategy_note(sp: StructPlan, is_root: bool, target: Target) -> str:
     if is_root:
         return "message body"
-    return f"in arrays: read {read_strategy(sp)}, written {write_strategy(sp)}"
+    read = read_strategy(sp, target.builds_from_locals and target.bytes_buffer)
+    return f"in arrays: read {read}, written {write_strategy(sp)}"
 
 
 def _plan_function(
@@ -156,18 +157,22 @@ def _plan_function(
     message: str,
     target: Target,
 ) -> FunctionPlan:
-    decode = OpBuilder(pool, ids, message, target.bytes_buffer)
+    decode = OpBuilder(pool, ids, message, target.bytes_buffer, target.builds_from_locals)
     read = decode.read_steps(sp, "obj")
     read_tagged = decode.read_tagged(sp, "obj") if sp.flexible else None
-    lazy = OpBuilder(pool, ids, message, target.bytes_buffer)
+    read_build = decode.build(sp, "obj", read_tagged)
+    lazy = OpBuilder(pool, ids, message, target.bytes_buffer, target.builds_from_locals)
     read_lazy = lazy.read_steps(sp, "obj", lazy=True) if is_root else ()
+    lazy_tagged = read_tagged
+    if target.builds_from_locals and is_root and sp.flexible:  # its own locals for the tagged fields
+        lazy_tagged = lazy.read_tagged(sp, "obj")
     skip = () if is_root else OpBuilder(pool, ids, message).skip_steps(sp)
     encode = OpBuilder(pool, ids, message)
     return FunctionPlan(
         id=ids[sp],
         cls=sp.class_name,
         versions=versions,
-        strategy=_strategy_note(sp, is_root),
+        strategy=_strategy_note(sp, is_root, target),
         layout=sp,
         flexible=sp.flexible,
         is_root=is_root,
@@ -180,6 +185,11 @@ def _plan_function(
         write_absent=encode.absent_checks(sp, "obj"),
         write=encode.write_steps(sp, "obj"),
         write_tagged=encode.write_tagged(sp) if sp.flexible else None,
+        read_build=read_build,
+        read_locals=tuple(decode.declared),
+        read_lazy_tagged=lazy_tagged if is_root else None,
+        read_lazy_build=lazy.build(sp, "obj", lazy_tagged) if is_root else None,
+        read_lazy_locals=tuple(lazy.declared),
     )
 
 

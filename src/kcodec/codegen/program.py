@@ -31,6 +31,12 @@ class Target:
     bytes_buffer: bool = False
 
     @property
+    def builds_from_locals(self) -> bool:
+        """Decoders read each struct's fields into locals and make the object in one constructor call
+        at the end (native classes: no ``__init__`` run first that stores every default)."""
+        return self.compiled
+
+    @property
     def name(self) -> str:
         return "compiled" if self.compiled else "interpreted"
 
@@ -53,6 +59,16 @@ class Length:
 
 
 # --- reading ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BuildObject:
+    """Compiled target: the object made in one constructor call from the locals its fields (and its
+    tagged section) were read into, after the last of them."""
+
+    target: str  # the local receiving the object
+    cls: str
+    args: str  # keyword arguments: every field, its default where the version lacks it, unknown tags
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +126,7 @@ class ReadArray:
     skip: SkipStructArray | None = None  # lazy: how the elements are walked
     element: ReadValue | None = None  # generic: one element read into ``item``
     message: str = ""  # lazy: the message name (LazyArray error paths)
+    build: BuildObject | None = None  # inline/shaped, compiled: the element made from its locals
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +177,7 @@ class ReadTagged:
 
     obj: str
     track: bool
+    store: str  # where the unknown tagged fields go: the attribute, or a local of the constructor call
     count: str  # locals: number of fields, tag, size, end, start, previous tag, unknown list
     tag: str
     size: str
@@ -299,6 +317,11 @@ class FunctionPlan:
     write_absent: tuple[AbsentCheck, ...]
     write: tuple[WriteRun | WriteValue, ...]
     write_tagged: WriteTagged | None
+    read_build: BuildObject | None = None  # compiled: the decoder makes its object in one call
+    read_locals: tuple[str, ...] = ()  # compiled: locals the fields are read into (declared Any)
+    read_lazy_tagged: ReadTagged | None = None  # roots: the lazy decoder's tagged section
+    read_lazy_build: BuildObject | None = None  # roots, compiled: as read_build, for the lazy decoder
+    read_lazy_locals: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

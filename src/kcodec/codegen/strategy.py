@@ -151,11 +151,14 @@ def shape(plan: StructPlan) -> ShapeLayout | None:
     return ShapeLayout(pattern + "B", tuple(widths), tuple(steps))
 
 
-def read_strategy(plan: StructPlan) -> str:
-    """How an array of ``plan`` elements is read: shaped, same_width, inline or call."""
+def read_strategy(plan: StructPlan, arithmetic: bool = False) -> str:
+    """How an array of ``plan`` elements is read: shaped, same_width, inline or call.
+
+    ``arithmetic``: compiled code reading a ``bytes`` buffer, where reading same-width elements in
+    place (integer arithmetic, one constructor call) beats ``iter_unpack`` (a tuple per element)."""
     if shape(plan) is not None:
         return "shaped"
-    if same_width(plan) is not None:
+    if same_width(plan) is not None and not arithmetic:
         return "same_width"
     return "inline" if reads_inline(plan) else "call"
 
