@@ -262,3 +262,16 @@ def test_compiled_decoders_build_each_object_from_locals() -> None:
     pure_keys = next(op for op in pure_root.read if isinstance(op, ReadValue) and op.seg == "api_keys")
     assert pure_keys.target == "obj.api_keys"
     assert pure_keys.array is not None and pure_keys.array.strategy == "same_width"
+
+
+def test_compiled_modules_bind_their_eager_decoders_natively() -> None:
+    """kcodec.decoder returns a compiled module's own native function per version (no Python frame per
+    call); it falls back to kcodec.decode for anything but a whole bytes body, which keeps the errors."""
+    from kcodec.codegen.render import environment, render_module
+
+    plan = module("ListOffsetsRequest", compiled=True)
+    assert plan.bound_decoders == plan.roots and module("ListOffsetsRequest").bound_decoders == ()
+    text = render_module(environment(), plan)
+    assert "def decode_ListOffsetsRequest_v4(data: Any) -> Any:" in text
+    assert "obj, end = d_ListOffsetsRequest_v4(data, 0, size)" in text and "    4: decode_ListOffsetsRequest_v4," in text
+    assert "BOUND_DECODERS" not in render_module(environment(), module("ListOffsetsRequest"))

@@ -5,13 +5,14 @@
 
 ``dump`` walks every message and version of the kcodec it imports. For each, it builds random valid
 messages from the runtime field descriptions (deterministic: seeded by message, version and index),
-encodes them, decodes the bytes eagerly and lazily, decodes damaged copies (truncated, bytes flipped,
-a byte appended or inserted) and encodes mutated messages (a field set to None, a string, an
-out-of-range integer, bytes, or unknown tagged fields out of order). Every outcome is recorded: a
-digest of the bytes or of the decoded message's structure, or the error's type, text, offset and
-field path. ``compare`` prints the differences; identical builds give none. It only uses APIs that
-every kcodec build has (``kcodec.encode``/``decode``, ``MessageInfo``), so a build of an older commit
-can be dumped with the same script.
+encodes them, decodes the bytes eagerly (by name and through the bound ``kcodec.decoder``, which
+is a native function of its own in compiled modules) and lazily, decodes damaged copies (truncated,
+bytes flipped, a byte appended or inserted) and encodes mutated messages (a field set to None, a
+string, an out-of-range integer, bytes, or unknown tagged fields out of order). Every outcome is
+recorded: a digest of the bytes or of the decoded message's structure, or the error's type, text,
+offset and field path. ``compare`` prints the differences; identical builds give none. It only uses
+APIs that every kcodec build has (``kcodec.encode``/``decode``/``decoder``, ``MessageInfo``), so a
+build of an older commit can be dumped with the same script.
 """
 
 from __future__ import annotations
@@ -145,12 +146,16 @@ def dump(per_version: int, seed: int) -> dict[str, list[Any]]:
                     data = kcodec.encode(msg, version)
                 except Exception:
                     continue
+                bound = kcodec.decoder(name, version)  # compiled modules: a native function of its own
                 results[f"{key} decode"] = outcome(kcodec.decode, name, version, data)
+                results[f"{key} bound"] = outcome(bound, data)
                 results[f"{key} lazy"] = outcome(kcodec.decode, name, version, data, lazy=True)
                 view = memoryview(bytearray(data))
                 results[f"{key} view"] = outcome(kcodec.decode, name, version, view)
+                results[f"{key} view bound"] = outcome(bound, view)
                 for i, bad in enumerate(damaged(data, rng)):
                     results[f"{key} damaged {i}"] = outcome(kcodec.decode, name, version, bad)
+                    results[f"{key} damaged {i} bound"] = outcome(bound, bad)
                     results[f"{key} damaged {i} lazy"] = outcome(kcodec.decode, name, version, bad, lazy=True)
                 targets: list[tuple[Any, str]] = []
                 struct_targets(msg, targets)

@@ -201,6 +201,9 @@ def decoder(message_name: str, version: int, *, lazy: bool = False) -> Callable[
     ``decode(name, v, data)`` (strict; ``lazy`` as there), without the per-call lookup. Raises now
     for an unknown message or version."""
     fn = _decoder_fn(message_name, version, lazy)
+    bound = None if lazy else getattr(module(message_name), "BOUND_DECODERS", {}).get(version)
+    if bound is not None:  # compiled modules: the same function, native (no Python frame per call)
+        return bound  # type: ignore[no-any-return]
     bytes_only = bytes_input(message_name)
 
     def decode_body(data: Any) -> Any:

@@ -138,6 +138,7 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
         construct=structs,
         construct_imports=construct_imports,
         backend_imports=backend_imports,
+        bound_decoders=tuple((v, ids[root]) for v, root in layouts.items()) if target.compiled else (),
     )
 
 

@@ -383,6 +383,10 @@ class ModulePlan:
     construct: tuple[ConstructStruct, ...]
     construct_imports: tuple[str, ...]
     backend_imports: tuple[str, ...]
+    #: compiled: version -> root function id of the bound eager decoders (``kcodec.decoder``) printed as
+    #: native functions: a whole ``bytes`` body read by one native call, anything else through
+    #: ``kcodec.codec.decode``
+    bound_decoders: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
