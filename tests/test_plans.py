@@ -228,15 +228,19 @@ def test_compiled_modules_print_native_classes_and_bytes_reads() -> None:
 
     text = render_module(environment(), module("ListOffsetsRequest", compiled=True))
     assert "__slots__" not in text and "partition_index: Any  # int" in text
-    assert "def d_ListOffsetsPartition_v4(buf: bytes, pos: int, blen: int)" in text
+    assert "def d_ListOffsetsPartition_v4(buf: bytes, pos: i64, blen: i64)" in text
     # objects are made in one constructor call from the locals their fields were read into
     assert "obj = ListOffsetsRequest()" not in text and "BYTES_INPUT = True" in text
     assert "obj = ListOffsetsRequest(replica_id=replica_id_value, " in text
     assert "partitions_item = ListOffsetsPartition(partition_index=partition_index_value, " in text
     assert "^ 0x80000000) - 0x80000000" in text  # int32 counts read with integer arithmetic
     assert "buf[pos + 9]" in text and "buf[pos + 8 + 1]" not in text  # one addition per byte index
+    # byte offsets are mypyc's native 64-bit integers (C arithmetic), imported for the type checker only
+    assert "def d_ListOffsetsRequest_v4(buf: bytes, pos: i64, blen: i64)" in text
+    assert "if TYPE_CHECKING:" in text and "from mypy_extensions import i64" in text
     pure = render_module(environment(), module("ListOffsetsRequest"))
     assert "__slots__" in pure and "_I32(buf, pos)[0]" in pure and "BYTES_INPUT = False" in pure
+    assert "pos: int, blen: int" in pure and "i64" not in pure
 
 
 def test_compiled_decoders_build_each_object_from_locals() -> None:

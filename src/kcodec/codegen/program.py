@@ -31,6 +31,12 @@ class Target:
     bytes_buffer: bool = False
 
     @property
+    def offset_type(self) -> str:
+        """The type of the decoders' byte offsets (``pos``, ``blen``): ``i64`` in compiled modules,
+        machine integers with C arithmetic (``int`` is tagged: every ``pos + k`` a checked call)."""
+        return "i64" if self.compiled else "int"
+
+    @property
     def builds_from_locals(self) -> bool:
         """Decoders read each struct's fields into locals and make the object in one constructor call
         at the end (native classes: no ``__init__`` run first that stores every default)."""
