@@ -2,26 +2,30 @@
 
 The input of one task is a partition of the stage-1 rows, sorted by connection key and then by
 capture order (``file_order``, ``offset``: a connection that continues in the next rotated file is
-one stream). The segments of each key go through a :class:`kcodec.capture.CaptureDecoder` (which
-does reassembly, framing, pairing and decoding, and tells connections apart when a 4-tuple is
-reused); every frame and stream issue it yields becomes an :data:`EVENT_COLUMNS` row. File issues
-from stage 1 pass through.
+one stream). Each row gives where its payload lies in the input files; the payloads are read back
+here (:class:`~kcodec.pipeline.payloads.PayloadReader`). The segments of each key go through a
+:class:`kcodec.capture.CaptureDecoder` (which does reassembly, framing, pairing and decoding, and
+tells connections apart when a 4-tuple is reused); every frame and stream issue it yields becomes an
+:data:`EVENT_COLUMNS` row. File issues from stage 1 pass through.
 
 Connections are numbered ``local`` 1, 2, ... within their key here; the job numbers them across the
-whole input afterwards by the position of their first segment (``first_order``, ``first_offset``),
-which is how ``kcodec decode-capture`` numbers the connections of one file.
+whole input afterwards by the position of their first segment (:attr:`Found.starts`), which is how
+``kcodec decode-capture`` numbers the connections of one file. :class:`Found` also gathers the topic
+names stated (ids resolved across the whole input) and the time span of the frames.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from kcodec.capture import CaptureDecoder, CapturedFrame, CaptureEvent, CaptureIssue, Segment
 from kcodec.pipeline.flatten import flatten, partition_struct_fields
+from kcodec.pipeline.payloads import PayloadReader
 
 __all__ = [
     "CODE_STRUCT",
@@ -29,7 +33,9 @@ __all__ = [
     "EVENT_COLUMNS",
     "PAIR_STRUCT",
     "PARTITION_STRUCT",
+    "Found",
     "decode_batches",
+    "event_arrow_schema",
 ]
 
 _API_VERSIONS_KEY = 18
@@ -87,6 +93,42 @@ def _dumps(obj: Any) -> str | None:
     return None if obj is None else orjson.dumps(obj).decode()
 
 
+@dataclass(slots=True)
+class Found:
+    """What one task's decoding found that numbering and naming need across all tasks (small: one
+    entry per connection and per topic)."""
+
+    starts: list[tuple[int, int, str, int]] = field(default_factory=list)  # (file order, offset, key, local)
+    names: dict[str, tuple[float, str]] = field(default_factory=dict)  # topic id -> (time, name) first stated
+    first_time: float | None = None  # of the frames
+    last_time: float | None = None
+    frames: int = 0
+
+    def merge(self, other: Found) -> None:
+        self.starts += other.starts
+        for topic_id, (t, name) in other.names.items():
+            have = self.names.get(topic_id)
+            if have is None or t < have[0]:
+                self.names[topic_id] = (t, name)
+        if other.first_time is not None:
+            self.first_time = (
+                other.first_time if self.first_time is None else min(self.first_time, other.first_time)
+            )
+        if other.last_time is not None:
+            self.last_time = (
+                other.last_time if self.last_time is None else max(self.last_time, other.last_time)
+            )
+        self.frames += other.frames
+
+    def numbers(self) -> dict[tuple[str, int], int]:
+        """(key, local) -> connection number 1, 2, ... in the order of the connections' first segments."""
+        return {(key, local): n for n, (_, _, key, local) in enumerate(sorted(self.starts), start=1)}
+
+    def directory(self) -> dict[str, str]:
+        """Topic id -> name (the first name stated for it)."""
+        return {topic_id: name for topic_id, (_, name) in self.names.items()}
+
+
 class _Conn:
     """What one connection has said about its client so far (for the rows of later frames)."""
 
@@ -130,6 +172,7 @@ class _Decoder:
         self.key: str | None = None
         self.decoder: CaptureDecoder | None = None
         self.conns: dict[int, _Conn] = {}
+        self.found = Found()
 
     def start(self, key: str) -> None:
         self.key = key
@@ -149,6 +192,8 @@ class _Decoder:
         events = decoder.feed(seg)
         if decoder.next_number != number:  # this segment opened connection `number`
             self.conns[number] = _Conn((order, seg.offset))
+            assert self.key is not None
+            self.found.starts.append((order, seg.offset, self.key, number))
         if events:
             self.events(events)
 
@@ -180,6 +225,16 @@ class _Decoder:
                     conn.software = (name, body.get("clientSoftwareVersion"))
             client_id, software = conn.client_id, conn.software
         flat = flatten(ev.body, ev.api_key, ev.api_version, ev.direction)
+        found, t = self.found, ev.timestamp
+        found.frames += 1
+        if found.first_time is None or t < found.first_time:
+            found.first_time = t
+        if found.last_time is None or t > found.last_time:
+            found.last_time = t
+        for pair in flat.topic_pairs:
+            have = found.names.get(pair["id"])
+            if have is None or t < have[0]:
+                found.names[pair["id"]] = (t, pair["name"])
         header_text, body_text = _dumps(header), _dumps(body)
         self.rows.add(
             {
@@ -269,13 +324,20 @@ def event_arrow_schema() -> Any:
 
 
 def decode_batches(
-    batches: Iterable[Any], ports: tuple[int, ...], autodetect: bool = True, strict: bool = False
+    batches: Iterable[Any],
+    paths: Sequence[str],
+    ports: tuple[int, ...],
+    autodetect: bool = True,
+    strict: bool = False,
+    found: Found | None = None,
 ) -> Iterator[Any]:
-    """mapInArrow function of stage 2: sorted segment batches in, event batches out."""
+    """Stage 2: sorted segment batches in (stage 1's rows), event batches out. ``paths``: the input
+    files by file order (the payloads are read from them). What was found is merged into ``found``."""
     import pyarrow as pa
 
     schema = event_arrow_schema()
     state = _Decoder(ports, autodetect, strict)
+    reader = PayloadReader(paths)
 
     def flush() -> Any:
         rows = state.rows
@@ -283,18 +345,26 @@ def decode_batches(
         arrays = [pa.array(col, type=f.type) for col, f in zip(rows.cols, schema, strict=True)]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
-    for batch in batches:
-        columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
-        for key, src, dst, seq, ack, flags, ts, payload, order, offset, issue in zip(*columns, strict=True):
-            if issue is not None:
-                state.file_issue(issue)
-            else:
-                if key != state.key:
-                    state.finish_key()
-                    state.start(key)
-                state.segment(Segment(key, src, dst, seq, ack, flags, ts, payload, "", 0, offset), order)
-            if state.rows.full():
-                yield flush()
-    state.finish_key()
-    if state.rows.rows:
-        yield flush()
+    try:
+        for batch in batches:
+            columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
+            payloads = reader.read_run(columns[7], columns[9], columns[10])
+            rows = zip(*columns[:9], payloads, columns[11], strict=True)
+            for key, src, dst, seq, ack, flags, ts, order, offset, payload, issue in rows:
+                if issue is not None:
+                    state.file_issue(issue)
+                else:
+                    if key != state.key:
+                        state.finish_key()
+                        state.start(key)
+                    segment = Segment(key, src, dst, seq, ack, flags, ts, payload, "", 0, offset)
+                    state.segment(segment, order)
+                if state.rows.full():
+                    yield flush()
+        state.finish_key()
+        if state.rows.rows:
+            yield flush()
+    finally:
+        reader.close()
+        if found is not None:
+            found.merge(state.found)

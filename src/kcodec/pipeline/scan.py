@@ -3,7 +3,10 @@
 Each input row is one split of one file (``path``, ``file_order``, ``start``, ``end``; ``end`` -1 for
 "to the end of the file"). The split is read as a stream by
 :func:`kcodec.capture.iter_segments` (the capture package's packet and segment stages) and every
-segment becomes a row of :data:`SEGMENT_COLUMNS`. Problems with the file (a damaged or cut record,
+segment becomes a row of :data:`SEGMENT_COLUMNS`: its TCP facts and *where its payload lies* in the
+file (``payload_offset``, ``payload_length``), not the payload itself, which stage 2 reads back
+(:mod:`~kcodec.pipeline.payloads`): the shuffle carries about 100 bytes per segment instead of
+its payload. Problems with the file (a damaged or cut record,
 a file that is no capture at all, a read error) become rows too, with ``issue`` set to the issue's
 JSON and ``key`` set to :data:`ISSUE_KEY_PREFIX` + the path, so that they travel with the segments
 to stage 2 and on to the ``diagnostics`` table.
@@ -29,9 +32,10 @@ SEGMENT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("ack", "long"),
     ("flags", "int"),
     ("timestamp", "double"),
-    ("payload", "binary"),
     ("file_order", "int"),
     ("offset", "long"),
+    ("payload_offset", "long"),
+    ("payload_length", "int"),
     ("issue", "string"),
 )
 #: (column, Spark type) of a split row (stage 1's input).
@@ -44,8 +48,7 @@ SPLIT_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 #: Keys of rows that carry a file's issue rather than a segment (no TCP key starts with it).
 ISSUE_KEY_PREFIX = "\x00file "
-_BATCH_ROWS = 8192
-_BATCH_BYTES = 32 << 20
+_BATCH_ROWS = 16384
 
 Done = Callable[[int, int], None]  # (file order, bytes of the split)
 
@@ -68,7 +71,6 @@ class _Columns:
     def __init__(self) -> None:
         self.cols: list[list[Any]] = [[] for _ in SEGMENT_COLUMNS]
         self.rows = 0
-        self.bytes = 0
 
     def segment(self, seg: Segment, order: int) -> None:
         c = self.cols
@@ -79,29 +81,28 @@ class _Columns:
         c[4].append(seg.ack)
         c[5].append(seg.flags)
         c[6].append(seg.timestamp)
-        c[7].append(seg.payload)
-        c[8].append(order)
-        c[9].append(seg.offset)
-        c[10].append(None)
+        c[7].append(order)
+        c[8].append(seg.offset)
+        c[9].append(seg.payload_offset)
+        c[10].append(len(seg.payload))
+        c[11].append(None)
         self.rows += 1
-        self.bytes += len(seg.payload) + 64
 
     def issue(self, path: str, order: int, offset: int, issue: dict[str, Any]) -> None:
-        values = (ISSUE_KEY_PREFIX + path, None, None, None, None, None, None, None, order, offset)
+        values = (ISSUE_KEY_PREFIX + path, None, None, None, None, None, None, order, offset, -1, 0)
         for col, value in zip(self.cols, values, strict=False):
             col.append(value)
-        self.cols[10].append(json.dumps(issue, ensure_ascii=False))
+        self.cols[11].append(json.dumps(issue, ensure_ascii=False))
         self.rows += 1
 
     def full(self) -> bool:
-        return self.rows >= _BATCH_ROWS or self.bytes >= _BATCH_BYTES
+        return self.rows >= _BATCH_ROWS
 
 
 def _arrow_schema() -> Any:
     import pyarrow as pa
 
     types = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "double": pa.float64()}
-    types["binary"] = pa.binary()
     return pa.schema([(name, types[t]) for name, t in SEGMENT_COLUMNS])
 
 

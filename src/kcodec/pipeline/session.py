@@ -76,6 +76,8 @@ def spark_session(master: str | None = None, *, app_name: str = "kcodec pipeline
             .config("spark.shuffle.compress", "false")
             .config("spark.shuffle.spill.compress", "false")
             .config("spark.driver.extraJavaOptions", LOCAL_JAVA_OPTIONS)
+            # Python workers that import pyspark from the installed package, not from Spark's zip
+            .config("spark.python.daemon.module", "kcodec.pipeline.daemon")
         )
     builder = (
         builder.config("spark.ui.showConsoleProgress", "false")
