@@ -1,6 +1,6 @@
 """The Spark pipeline's throughput with 1 and 2 local cores, beside single-process decode-capture.
 
-    python benchmarks/bench_pipeline.py [--mb 200] [--files 8] [--dir /tmp/kcodec-bench-pipeline]
+    python benchmarks/bench_pipeline.py [--mb 1000] [--files 16] [--dir /tmp/kcodec-bench-pipeline]
 
 1. Generates (once; kept in --dir) a multi-file capture dataset of at least --mb MB: --files pcap
    files cut from one stream the way ``tcpdump -C`` rotates (connections continue into the next
@@ -9,9 +9,11 @@
    response), Metadata (v12) and Heartbeat, every request answered.
 2. Times ``kcodec decode-capture --json`` on the whole stream in one process (output to /dev/null).
 3. Times ``kcodec.pipeline.run_pipeline`` in a fresh process per configuration, master ``local[1]``
-   and ``local[2]`` (job time, Spark start-up not included; shown apart).
-4. Prints MB/s and frames/s for each, 2-core speed-up over 1 core, and 1-core pipeline vs
-   decode-capture (per core). Goals: 2 cores >= 1.8x 1 core; pipeline per core >= decode-capture.
+   and ``local[2]``: Spark's start-up and the job apart, with the CPU of the driver, the JVM and
+   the Python workers during the job; and the same on a 1 MB input (the fixed cost of a run).
+4. Prints MB/s and frames/s for each, with and without Spark's start-up, 2-core speed-up over 1
+   core, and 1-core pipeline vs decode-capture (per core). Goals: 2 cores >= 1.8x 1 core; pipeline
+   per core >= decode-capture.
 
 The machine's other load is reported (os.getloadavg) because it moves every number.
 """
@@ -238,22 +240,26 @@ def _merged(paths: list[Path], target: Path) -> Path:
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _tree_cpu(root: int) -> dict[int, float]:
-    """CPU seconds (user + system) so far of ``root`` and every process below it, by pid (/proc)."""
+def _tree_cpu(root: int) -> dict[int, tuple[str, float]]:
+    """(kind, CPU seconds: user + system) so far of ``root`` and every process below it, by pid (from
+    /proc). Kind: ``driver`` (root), ``jvm`` (java), ``python`` (Spark's Python daemon and workers)."""
     parents: dict[int, int] = {}
-    cpu: dict[int, float] = {}
+    cpu: dict[int, tuple[str, float]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+                head, _, rest = f.read().rpartition(")")
+                fields = rest.split()
         except OSError:
             continue
         pid = int(entry)
         parents[pid] = int(fields[1])
-        cpu[pid] = (int(fields[11]) + int(fields[12])) / _TICK
-    out: dict[int, float] = {}
+        name = head.partition("(")[2]
+        kind = "driver" if pid == root else "jvm" if name == "java" else "python"
+        cpu[pid] = (kind, (int(fields[11]) + int(fields[12])) / _TICK)
+    out: dict[int, tuple[str, float]] = {}
     for pid in cpu:
         p = pid
         while p > 1 and p != root:
@@ -263,13 +269,20 @@ def _tree_cpu(root: int) -> dict[int, float]:
     return out
 
 
-def _run_measured(cmd: list[str]) -> tuple[float, float, bytes]:
-    """Wall seconds, CPU seconds of the whole process tree (sampled every 0.1 s, so a process that
-    lives less than that may be missed) and standard output of ``cmd``."""
+def _by_kind(seen: dict[int, tuple[str, float]]) -> dict[str, float]:
+    out = {"driver": 0.0, "jvm": 0.0, "python": 0.0}
+    for kind, seconds in seen.values():
+        out[kind] += seconds
+    return out
+
+
+def _run_measured(cmd: list[str]) -> tuple[float, dict[str, float], bytes]:
+    """Wall seconds, CPU seconds by kind of process (the whole tree, sampled every 0.1 s, so that a
+    process living less than that may be missed) and standard output of ``cmd``."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
-        seen: dict[int, float] = {}
+        seen: dict[int, tuple[str, float]] = {}
         while proc.poll() is None:
             seen.update(_tree_cpu(proc.pid))
             time.sleep(0.1)
@@ -277,7 +290,7 @@ def _run_measured(cmd: list[str]) -> tuple[float, float, bytes]:
         if proc.returncode:
             raise subprocess.CalledProcessError(proc.returncode, cmd)
         out.seek(0)
-        return wall, sum(seen.values()), out.read()
+        return wall, _by_kind(seen), out.read()
 
 
 def time_decode_capture(merged: Path) -> tuple[float, int, float]:
@@ -285,41 +298,62 @@ def time_decode_capture(merged: Path) -> tuple[float, int, float]:
         [sys.executable, "-m", "kcodec.cli", "decode-capture", "--json", str(merged)]
     )
     frames = sum(1 for line in stdout.splitlines() if line.startswith(b'{"type":"frame"'))
-    return wall, frames, cpu
+    return wall, frames, sum(cpu.values())
 
 
-_CHILD = """
-import json, sys, time
-t0 = time.perf_counter()
-from kcodec.pipeline.session import spark_session
-spark = spark_session(sys.argv[1])
-started = time.perf_counter() - t0
-from kcodec.pipeline import run_pipeline
-run = run_pipeline([sys.argv[2]], sys.argv[3], progress=False)
-print(json.dumps({"startup": started, "seconds": run.result.seconds, "frames": run.result.summary["frames"],
-                  "timings": run.result.timings}))
-"""
+def child(master: str, folder: str, out: str) -> None:
+    """In a fresh process: start Spark (timed), run the pipeline once (timed, with the CPU of the
+    driver, the JVM and the Python workers during the job), print the result as JSON."""
+    t0 = time.perf_counter()
+    from kcodec.pipeline.session import spark_session
+
+    spark = spark_session(master)
+    startup = time.perf_counter() - t0
+    from kcodec.pipeline import run_pipeline
+
+    before = _by_kind(_tree_cpu(os.getpid()))
+    run = run_pipeline([folder], out, progress=False)
+    after = _by_kind(_tree_cpu(os.getpid()))
+    result = {
+        "startup": startup,
+        "seconds": run.result.seconds,
+        "frames": run.result.summary["frames"],
+        "timings": run.result.timings,
+        "job_cpu": {k: after[k] - before[k] for k in after},
+    }
+    spark.stop()
+    print(json.dumps(result))
 
 
 def time_pipeline(master: str, folder: Path, out: Path) -> dict[str, Any]:
-    _wall, cpu, stdout = _run_measured([sys.executable, "-c", _CHILD, master, str(folder), str(out)])
+    cmd = [sys.executable, __file__, "--child", master, str(folder), str(out)]
+    _wall, cpu, stdout = _run_measured(cmd)
     result: dict[str, Any] = json.loads(stdout.decode().strip().splitlines()[-1])
-    result["cpu"] = cpu  # driver, JVM and Python workers, Spark start-up included
+    result["cpu"] = sum(cpu.values())  # driver, JVM and Python workers, Spark start-up included
     return result
+
+
+def _dataset(folder: Path, mb: int, files: int) -> list[Path]:
+    if not folder.exists() or not any(folder.iterdir()):
+        t = time.perf_counter()
+        paths = generate(folder, mb, files)
+        print(f"generated {len(paths)} files in {time.perf_counter() - t:.1f} s")
+    return sorted(folder.iterdir())
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
-    parser.add_argument("--mb", type=int, default=200)
-    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--mb", type=int, default=1000)
+    parser.add_argument("--files", type=int, default=16)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/kcodec-bench-pipeline"))
+    parser.add_argument("--child", nargs=3, metavar=("MASTER", "INPUT", "OUTPUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        child(*args.child)
+        return 0
     data = args.dir / f"data-{args.mb}mb-{args.files}"
-    if not data.exists() or not any(data.iterdir()):
-        t = time.perf_counter()
-        paths = generate(data, args.mb, args.files)
-        print(f"generated {len(paths)} files in {time.perf_counter() - t:.1f} s")
-    paths = sorted(data.iterdir())
+    paths = _dataset(data, args.mb, args.files)
+    tiny = _dataset(args.dir / "data-1mb-1", 1, 1)  # for the fixed cost of a run
     total = sum(p.stat().st_size for p in paths)
     print(
         f"dataset: {len(paths)} files, {total / 1e6:.1f} MB ({data}); load average {os.getloadavg()[0]:.1f}"
@@ -329,34 +363,63 @@ def main() -> int:
         args.dir / "merged.pcap",
     )
     dc_s, dc_frames, dc_cpu = time_decode_capture(merged)
-    rows: list[tuple[str, float, int, float | None, float]] = [
-        ("decode-capture --json (1 process)", dc_s, dc_frames, None, dc_cpu)
-    ]
-    phases: list[str] = []
+    runs: dict[int, dict[str, Any]] = {}
+    fixed: dict[int, dict[str, Any]] = {}
     for cores in (1, 2):
-        r = time_pipeline(f"local[{cores}]", data, args.dir / f"out-{cores}")
-        rows.append((f"pipeline local[{cores}]", r["seconds"], int(r["frames"]), r["startup"], r["cpu"]))
-        phases.append(f"local[{cores}]: " + ", ".join(f"{k} {v:.1f} s" for k, v in r["timings"].items()))
+        fixed[cores] = time_pipeline(f"local[{cores}]", tiny[0].parent, args.dir / f"out-tiny-{cores}")
+        runs[cores] = time_pipeline(f"local[{cores}]", data, args.dir / f"out-{cores}")
+    _report(total, dc_s, dc_frames, dc_cpu, runs, fixed)
+    return 0
+
+
+def _report(
+    total: int,
+    dc_s: float,
+    dc_frames: int,
+    dc_cpu: float,
+    runs: dict[int, dict[str, Any]],
+    fixed: dict[int, dict[str, Any]],
+) -> None:
+    mb = total / 1e6
     print(
-        f"{'':36} {'seconds':>8} {'MB/s':>7} {'frames/s':>9} {'frames':>8} {'CPU s':>7} {'MB/CPU-s':>8}"
-        "  spark start-up"
+        f"{'':34} {'job s':>6} {'MB/s':>6} {'frames/s':>8} {'+start-up':>9} {'MB/s':>6}"
+        f" {'CPU s':>6} {'MB/CPU-s':>8}"
     )
-    for name, secs, frames, startup, cpu in rows:
-        extra = f"  {startup:.1f} s" if startup is not None else ""
-        print(
-            f"{name:36} {secs:8.1f} {total / 1e6 / secs:7.2f} {frames / secs:9.0f} {frames:8d} {cpu:7.1f} "
-            f"{total / 1e6 / cpu:8.2f}{extra}"
-        )
-    for line in phases:
-        print(line)
-    one, two = rows[1][1], rows[2][1]
-    print(f"2 cores vs 1 core: {one / two:.2f}x (goal >= 1.8x)")
     print(
-        f"pipeline on 1 core vs decode-capture: {dc_s / one:.2f}x wall, {dc_cpu / rows[1][4]:.2f}x CPU "
-        "(goal >= 1.0x)"
+        f"{'decode-capture --json (1 process)':34} {dc_s:6.1f} {mb / dc_s:6.1f} {dc_frames / dc_s:8.0f}"
+        f" {dc_s:9.1f} {mb / dc_s:6.1f} {dc_cpu:6.1f} {mb / dc_cpu:8.1f}"
+    )
+    for cores, r in runs.items():
+        whole = r["seconds"] + r["startup"]
+        print(
+            f"{'pipeline local[' + str(cores) + ']':34} {r['seconds']:6.1f} {mb / r['seconds']:6.1f}"
+            f" {r['frames'] / r['seconds']:8.0f} {whole:9.1f} {mb / whole:6.1f} {r['cpu']:6.1f}"
+            f" {mb / r['cpu']:8.1f}"
+        )
+    for cores, r in runs.items():
+        phases = ", ".join(f"{k} {v:.1f} s" for k, v in r["timings"].items())
+        cpu = ", ".join(f"{k} {v:.1f}" for k, v in r["job_cpu"].items())
+        f = fixed[cores]
+        print(f"local[{cores}]: Spark start-up {r['startup']:.1f} s; job: {phases}; job CPU-s: {cpu}")
+        print(
+            f"local[{cores}] on a 1 MB input (the fixed cost of a run): start-up {f['startup']:.1f} s, "
+            f"job {f['seconds']:.1f} s, {f['cpu']:.1f} CPU-s in all"
+        )
+    dc_frames_ok = all(r["frames"] == dc_frames for r in runs.values())
+    print(f"frames: decode-capture {dc_frames}, pipeline {runs[1]['frames']} (equal: {dc_frames_ok})")
+    one, two = runs[1], runs[2]
+    print(
+        f"2 cores vs 1 core: {one['seconds'] / two['seconds']:.2f}x job time, "
+        f"{(one['seconds'] + one['startup']) / (two['seconds'] + two['startup']):.2f}x with start-up "
+        "(goal >= 1.8x)"
+    )
+    job_cpu = sum(one["job_cpu"].values())
+    print(
+        f"pipeline on 1 core vs decode-capture: {dc_s / one['seconds']:.2f}x job wall time, "
+        f"{dc_s / (one['seconds'] + one['startup']):.2f}x with start-up; "
+        f"{dc_cpu / job_cpu:.2f}x job CPU, {dc_cpu / one['cpu']:.2f}x all CPU (goal >= 1.0x)"
     )
     print(f"load average after: {os.getloadavg()[0]:.1f}")
-    return 0
 
 
 if __name__ == "__main__":

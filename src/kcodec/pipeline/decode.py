@@ -1,8 +1,8 @@
 """Stage 2 on the executors: the segments of whole connections in, frame and issue rows out.
 
-The input of one task is a partition of the stage-1 rows, sorted by connection key and then by
-capture order (``file_order``, ``offset``: a connection that continues in the next rotated file is
-one stream). Each row gives where its payload lies in the input files; the payloads are read back
+The input of one task is a partition of the stage-1 records, sorted by connection key and then by
+capture order (file order, offset: a connection that continues in the next rotated file is one
+stream). Each segment says where its payload lies in the input files; the payloads are read back
 here (:class:`~kcodec.pipeline.payloads.PayloadReader`). The segments of each key go through a
 :class:`kcodec.capture.CaptureDecoder` (which does reassembly, framing, pairing and decoding, and
 tells connections apart when a 4-tuple is reused); every frame and stream issue it yields becomes an
@@ -26,6 +26,7 @@ import orjson
 from kcodec.capture import CaptureDecoder, CapturedFrame, CaptureEvent, CaptureIssue, Segment
 from kcodec.pipeline.flatten import flatten, partition_struct_fields
 from kcodec.pipeline.payloads import PayloadReader
+from kcodec.pipeline.scan import Record, unpack
 
 __all__ = [
     "CODE_STRUCT",
@@ -34,7 +35,7 @@ __all__ = [
     "PAIR_STRUCT",
     "PARTITION_STRUCT",
     "Found",
-    "decode_batches",
+    "decode_records",
     "event_arrow_schema",
 ]
 
@@ -91,6 +92,15 @@ _BATCH_BYTES = 32 << 20
 
 def _dumps(obj: Any) -> str | None:
     return None if obj is None else orjson.dumps(obj).decode()
+
+
+def _json(obj: Any) -> bytes | None:
+    """JSON as UTF-8 bytes (the ``header``/``body`` columns are built from bytes: no str round trip)."""
+    return None if obj is None else orjson.dumps(obj)
+
+
+#: Columns whose values are UTF-8 bytes, viewed as Arrow strings.
+_BYTES_COLUMNS = frozenset({"header", "body"})
 
 
 @dataclass(slots=True)
@@ -235,7 +245,7 @@ class _Decoder:
             have = found.names.get(pair["id"])
             if have is None or t < have[0]:
                 found.names[pair["id"]] = (t, pair["name"])
-        header_text, body_text = _dumps(header), _dumps(body)
+        header_text, body_text = _json(header), _json(body)
         self.rows.add(
             {
                 "kind": "frame",
@@ -268,7 +278,7 @@ class _Decoder:
                 "topic_ids": flat.topic_ids,
             }
         )
-        self.rows.bytes += len(body_text or "") + len(header_text or "") + 256
+        self.rows.bytes += len(body_text or b"") + len(header_text or b"") + 256
 
     def issue(self, ev: CaptureIssue) -> None:
         d = ev.to_dict()
@@ -323,15 +333,15 @@ def event_arrow_schema() -> Any:
     return pa.schema([(name, _arrow_type(t)) for name, t in EVENT_COLUMNS])
 
 
-def decode_batches(
-    batches: Iterable[Any],
+def decode_records(
+    records: Iterable[Record],
     paths: Sequence[str],
     ports: tuple[int, ...],
     autodetect: bool = True,
     strict: bool = False,
     found: Found | None = None,
 ) -> Iterator[Any]:
-    """Stage 2: sorted segment batches in (stage 1's rows), event batches out. ``paths``: the input
+    """Stage 2: stage 1's records sorted by their keys in, event batches out. ``paths``: the input
     files by file order (the payloads are read from them). What was found is merged into ``found``."""
     import pyarrow as pa
 
@@ -342,23 +352,30 @@ def decode_batches(
     def flush() -> Any:
         rows = state.rows
         state.rows = _Rows()
-        arrays = [pa.array(col, type=f.type) for col, f in zip(rows.cols, schema, strict=True)]
+        arrays = [
+            pa.array(col, type=pa.binary()).view(f.type)
+            if f.name in _BYTES_COLUMNS
+            else pa.array(col, type=f.type)
+            for col, f in zip(rows.cols, schema, strict=True)
+        ]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     try:
-        for batch in batches:
-            columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
-            payloads = reader.read_run(columns[7], columns[9], columns[10])
-            rows = zip(*columns[:9], payloads, columns[11], strict=True)
-            for key, src, dst, seq, ack, flags, ts, order, offset, payload, issue in rows:
-                if issue is not None:
-                    state.file_issue(issue)
-                else:
-                    if key != state.key:
-                        state.finish_key()
-                        state.start(key)
-                    segment = Segment(key, src, dst, seq, ack, flags, ts, payload, "", 0, offset)
-                    state.segment(segment, order)
+        for (key, order, _first), value in records:
+            if isinstance(value, str):
+                state.file_issue(value)
+                continue
+            if key != state.key:
+                state.finish_key()
+                state.start(key)
+            a, _, b = key.partition(" ")
+            forward, flags, seqs, acks, times, offsets, at, lengths = unpack(value)
+            payloads = reader.read_run([order] * len(at), at, lengths)
+            for fw, fl, seq, ack, ts, offset, payload in zip(
+                forward, flags, seqs, acks, times, offsets, payloads, strict=True
+            ):
+                src, dst = (a, b) if fw else (b, a)
+                state.segment(Segment(key, src, dst, seq, ack, fl, ts, payload, "", 0, offset), order)
                 if state.rows.full():
                     yield flush()
         state.finish_key()

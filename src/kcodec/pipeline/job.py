@@ -1,9 +1,9 @@
 """The Spark job: input files -> segment positions -> events -> Parquet tables and aggregates.
 
 1. list the inputs and plan byte-range splits (:mod:`~kcodec.pipeline.inputs`); one task per split
-   reads it into TCP segment rows, each with the *position* of its payload in the file
-   (:mod:`~kcodec.pipeline.scan`);
-2. the rows are repartitioned by connection key and sorted by capture order within each partition;
+   reads it into records of TCP segments packed per connection, each segment with the *position*
+   of its payload in the file (:mod:`~kcodec.pipeline.scan`);
+2. the records are partitioned by connection key and sorted by capture order within each partition;
    one task per partition reads the payloads back from the input files and decodes whole
    connections (:mod:`~kcodec.pipeline.decode`), keeps its events in a spill file under the output
    folder and returns what it found: connection starts, topic names, the time span
@@ -15,18 +15,19 @@
 4. the driver merges the partials into the small aggregate tables and writes them
    (:mod:`~kcodec.pipeline.aggregates`).
 
-Two Spark jobs in all (stages 1-2, then 3). Spark moves the segment positions (about 100 bytes per
-segment) and a few rows per task; the payloads, events and Parquet files never pass through the
-JVM. Nothing is read by the driver but the file listing, and it holds only small things: one entry
-per connection and per topic, and the partial aggregates.
+Two Spark jobs in all (stages 1-2, then 3), on the RDD API: Spark schedules the tasks and shuffles
+the packed segment positions (about 40 bytes per segment, one record per connection and split) as
+opaque bytes; no query is planned or compiled, and the payloads, events and Parquet files never
+pass through the JVM. Nothing is read by the driver but the file listing, and it holds only small
+things: one entry per connection and per topic, and the partial aggregates.
 """
 
 from __future__ import annotations
 
-import pickle
 import time
 import uuid
-from collections.abc import Sequence
+import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,8 +38,8 @@ from kcodec.pipeline.inputs import DEFAULT_SPLIT_SIZE, InputFile, list_inputs, s
 from kcodec.pipeline.outputs import SPILL, Output
 from kcodec.pipeline.partials import Partials
 from kcodec.pipeline.progress import ProgressDisplay, ProgressTracker
-from kcodec.pipeline.scan import SEGMENT_COLUMNS, SPLIT_COLUMNS, scan_batches
-from kcodec.pipeline.spill import TASK_COLUMNS, decode_task
+from kcodec.pipeline.scan import scan_split
+from kcodec.pipeline.spill import decode_task
 from kcodec.pipeline.write import diagnostics_schema, write_task
 
 if TYPE_CHECKING:
@@ -71,8 +72,13 @@ class PipelineResult:
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase of the job
 
 
-def _ddl(columns: Sequence[tuple[str, str]]) -> str:
-    return ", ".join(f"`{name}` {t}" for name, t in columns)
+def _partition_of(partitions: int) -> Callable[[tuple[str, int, int]], int]:
+    """The shuffle's partition function: by connection key (CRC-32: the same in every process)."""
+
+    def partition(record_key: tuple[str, int, int]) -> int:
+        return zlib.crc32(record_key[0].encode()) % partitions
+
+    return partition
 
 
 @dataclass(slots=True)
@@ -89,24 +95,22 @@ def _decode(
 ) -> tuple[Found, list[tuple[int, str]]]:
     """Stages 1 and 2 (one Spark job): what the tasks found, merged, and their spill files."""
     plan = splits(files, s.split_size)
-    rdd = spark.sparkContext.parallelize(plan, len(plan))
-    split_df = spark.createDataFrame(rdd, _ddl(SPLIT_COLUMNS))
     done = tracker.callback()
     paths = [f.path for f in sorted(files, key=lambda f: f.order)]
     ports, autodetect, strict = s.ports, s.autodetect, s.strict
-    rows = (
-        split_df.mapInArrow(lambda it: scan_batches(it, done), _ddl(SEGMENT_COLUMNS))
-        .repartition(s.partitions, "key")
-        .sortWithinPartitions("key", "file_order", "offset")
-        .mapInArrow(
-            lambda it: decode_task(it, out, run, paths, ports, autodetect, strict), _ddl(TASK_COLUMNS)
+    results = (
+        spark.sparkContext.parallelize(plan, len(plan))
+        .flatMap(lambda split: scan_split(split, done))
+        .repartitionAndSortWithinPartitions(s.partitions, _partition_of(s.partitions))
+        .mapPartitionsWithIndex(
+            lambda part, records: decode_task(part, records, out, run, paths, ports, autodetect, strict)
         )
         .collect()
     )
     found = Found()
-    for row in rows:
-        found.merge(pickle.loads(row["found"]))
-    return found, sorted((row["part"], row["spill"]) for row in rows if row["spill"])
+    for _part, _spill, task_found in results:
+        found.merge(task_found)
+    return found, sorted((part, spill) for part, spill, _ in results if spill)
 
 
 def _write(spark: SparkSession, out: Output, spills: list[tuple[int, str]], found: Found) -> Partials:

@@ -35,7 +35,7 @@ class Output:
 
         local = local_path(self.root)
         if local is not None:
-            return fs.LocalFileSystem(), os.path.abspath(local)
+            return fs.LocalFileSystem(use_mmap=True), os.path.abspath(local)
         filesystem, path = fs.FileSystem.from_uri(self.root)
         return filesystem, path.rstrip("/")
 

@@ -4,73 +4,64 @@ A frame's ``connection`` is its rank among all the connections of the input by f
 topic ids are resolved to names stated anywhere in the input: neither is known until every task has
 decoded. So each stage-2 task writes its events (Arrow IPC, uncompressed: written and read once, in
 the same format the rows are built in) to a spill file under the output folder and returns one
-small row: its partition, the spill file, and what it found (:class:`~kcodec.pipeline.decode.Found`:
-connection starts, topic names, time span). The events never pass through the JVM; Spark carries
-only the stage-1 rows (segment positions) and these few rows.
+small record: its partition, the spill file, and what it found
+(:class:`~kcodec.pipeline.decode.Found`: connection starts, topic names, time span). The events
+never pass through the JVM; Spark carries only the stage-1 records (segment positions) and these.
 """
 
 from __future__ import annotations
 
-import pickle
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from kcodec.pipeline.decode import Found, decode_batches, event_arrow_schema
+from kcodec.pipeline.decode import Found, decode_records, event_arrow_schema
 from kcodec.pipeline.outputs import SPILL, Output
+from kcodec.pipeline.scan import Record
 
-__all__ = ["TASK_COLUMNS", "decode_task", "read_spill"]
-
-#: (column, Spark type) of the one row a stage-2 task returns.
-TASK_COLUMNS: tuple[tuple[str, str], ...] = (("part", "int"), ("spill", "string"), ("found", "binary"))
+__all__ = ["decode_task", "read_spill"]
 
 
-def _partition() -> tuple[int, str]:
-    """(partition id, attempt label) of the running Spark task ((0, random) outside Spark)."""
+def _attempt() -> str:
+    """A label of the running task's attempt (random outside Spark)."""
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
     if ctx is None:
-        return 0, uuid.uuid4().hex[:8]
-    return ctx.partitionId(), f"{ctx.stageId()}-{ctx.attemptNumber()}"
+        return uuid.uuid4().hex[:8]
+    return f"{ctx.stageId()}-{ctx.attemptNumber()}"
 
 
 def decode_task(
-    batches: Iterable[Any],
+    part: int,
+    records: Iterable[Record],
     output: Output,
     run: str,
     paths: Sequence[str],
     ports: tuple[int, ...],
     autodetect: bool,
     strict: bool,
-) -> Iterator[Any]:
-    """mapInArrow function of stage 2: sorted segment batches in, one :data:`TASK_COLUMNS` row out."""
+) -> Iterator[tuple[int, str | None, Found]]:
+    """Stage 2 for partition ``part`` (sorted stage-1 records): one ``(part, spill file or None, found)``."""
     import pyarrow as pa
 
-    part, attempt = _partition()
     found = Found()
-    name = f"part-{part:05d}-{attempt}.arrow"
-    schema = event_arrow_schema()
+    name = f"part-{part:05d}-{_attempt()}.arrow"
     rows = 0
     sink = output.open_output(SPILL, run, name)
     try:
-        with pa.ipc.new_stream(sink, schema) as writer:
-            for batch in decode_batches(batches, paths, ports, autodetect, strict, found):
+        with pa.ipc.new_stream(sink, event_arrow_schema()) as writer:
+            for batch in decode_records(records, paths, ports, autodetect, strict, found):
                 writer.write_batch(batch)
                 rows += batch.num_rows
     finally:
         sink.close()
-    spill = output.path(SPILL, run, name) if rows else None
-    out_schema = pa.schema([("part", pa.int32()), ("spill", pa.string()), ("found", pa.binary())])
-    yield pa.RecordBatch.from_pylist(
-        [{"part": part, "spill": spill, "found": pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL)}],
-        schema=out_schema,
-    )
+    yield part, output.path(SPILL, run, name) if rows else None, found
 
 
 def read_spill(output: Output, path: str) -> Iterator[Any]:
     """The event batches of a spill file."""
     import pyarrow as pa
 
-    with output.open_input(path) as f, pa.ipc.open_stream(f) as reader:
+    with output.open_input(path) as f, pa.ipc.open_stream(f) as reader:  # local: memory-mapped
         yield from reader

@@ -277,11 +277,15 @@ class _Task:
         for batch in batches:
             conn = _numbers(batch, self.numbers)
             is_frame = pc.equal(batch.column("kind"), "frame")
-            is_issue = pc.invert(is_frame)
-            frames, issues = batch.filter(is_frame), batch.filter(is_issue)
-            frame_conn = conn.filter(is_frame)
+            if pc.all(is_frame).as_py():  # the usual batch: frames only (no copy of their JSON)
+                frames, frame_conn = batch, conn
+                issues, issue_conn = batch.slice(0, 0), conn.slice(0, 0)
+            else:
+                is_issue = pc.invert(is_frame)
+                frames, issues = batch.filter(is_frame), batch.filter(is_issue)
+                frame_conn, issue_conn = conn.filter(is_frame), conn.filter(is_issue)
             table = _frames(frames, frame_conn, self.names)
-            self.diagnostics.append(_diagnostics(issues, conn.filter(is_issue), frames, frame_conn))
+            self.diagnostics.append(_diagnostics(issues, issue_conn, frames, frame_conn))
             kinds, files = issues.column("issue_kind").to_pylist(), issues.column("file").to_pylist()
             for kind, file in zip(kinds, files, strict=True):
                 self.partials.issue(kind, file)
