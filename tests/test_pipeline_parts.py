@@ -12,10 +12,10 @@ import pytest
 
 pytest.importorskip("datasketches", reason="the pipeline needs pip install -e '.[spark]'")
 
-from kcodec.pipeline.aggregates import aggregate_tables  # noqa: E402
-from kcodec.pipeline.daemon import without_bundled_zips  # noqa: E402
-from kcodec.pipeline.partials import Partials  # noqa: E402
-from kcodec.pipeline.payloads import MAX_GAP, PayloadReader  # noqa: E402
+from kcodec.pipeline.aggregates import aggregate_tables
+from kcodec.pipeline.daemon import without_bundled_zips
+from kcodec.pipeline.partials import Partials
+from kcodec.pipeline.payloads import MAX_GAP, PayloadReader
 
 
 def test_payloads_are_read_back_by_position(tmp_path: Path) -> None:
@@ -58,7 +58,9 @@ def test_daemon_takes_the_installed_pysparks_zips_off_the_path(tmp_path: Path) -
     assert without_bundled_zips(path) == ["/other/x.zip", str(site)]
     elsewhere = ["/opt/spark/python/lib/pyspark.zip", str(site)]  # a cluster's own Spark: kept
     assert without_bundled_zips(elsewhere) == elsewhere
-    assert without_bundled_zips(["/opt/spark/python/lib/pyspark.zip"]) == ["/opt/spark/python/lib/pyspark.zip"]
+    assert without_bundled_zips(["/opt/spark/python/lib/pyspark.zip"]) == [
+        "/opt/spark/python/lib/pyspark.zip"
+    ]
 
 
 def _rows(n: int, rng: random.Random) -> list[dict[str, Any]]:
@@ -115,9 +117,7 @@ def _rows(n: int, rng: random.Random) -> list[dict[str, Any]]:
                 "partitions": [
                     {"topic": topic, "partition": 0, "leader_epoch": epoch, "current_leader_epoch": None}
                 ],
-                "errors": [
-                    {"topic": topic, "partition": 0, "error_code": code, "error_name": f"E{code}"}
-                ]
+                "errors": [{"topic": topic, "partition": 0, "error_code": code, "error_name": f"E{code}"}]
                 if code
                 else [],
             }
@@ -159,3 +159,33 @@ def test_partials_merge_to_the_tables_of_all_rows_at_once() -> None:
             assert {**a, "mean_ms": 0} == {**b, "mean_ms": 0}
         for name in ("api_stats", "errors", "clients", "fencing", "timeline"):
             assert tables[name] == whole[name], name
+
+
+def test_class_data_sharing_archive_is_written_once_then_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kcodec.pipeline import cds
+
+    monkeypatch.setenv("KCODEC_CACHE", str(tmp_path))
+    monkeypatch.delenv("KCODEC_SPARK_CDS", raising=False)
+    home = Path("/some/java")
+    first = cds.plan_archive(home)  # this run writes it: its JVM, at exit, to a temporary name
+    assert first.lock is not None and "-XX:ArchiveClassesAtExit=" in first.options
+    temp = Path(first.options.split("=", 1)[1].split()[0])
+    assert cds.plan_archive(home).options == ""  # the lock is fresh and has no JVM yet: wait
+    first.record_jvm(2**22 + 12345)  # a JVM no longer running (beyond Linux's default pid_max)
+    temp.write_bytes(b"archive")
+    second = cds.plan_archive(home)  # moves the finished archive into place and uses it
+    archive = temp.with_name(temp.name.removesuffix(".tmp"))
+    assert second.lock is None and second.options.startswith(f"-XX:SharedArchiveFile={archive} ")
+    assert archive.read_bytes() == b"archive" and not temp.exists() and not first.lock.exists()
+    assert cds.plan_archive(home).options == second.options
+    monkeypatch.setenv("KCODEC_SPARK_CDS", "0")
+    assert cds.plan_archive(home).options == ""
+    # another environment: its JVM wrote nothing (killed): no archive, and no second try
+    monkeypatch.delenv("KCODEC_SPARK_CDS")
+    other = cds.plan_archive(Path("/other/java"))
+    assert other.lock is not None
+    other.record_jvm(2**22 + 12346)
+    assert cds.plan_archive(Path("/other/java")).options == ""
+    assert cds.plan_archive(Path("/other/java")).options == "" and not other.lock.exists()

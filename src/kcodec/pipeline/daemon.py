@@ -10,11 +10,14 @@ run), they hold the same files as the installed package: this daemon takes them 
 so that pyspark is imported from the installed package, with its compiled bytecode. It then imports
 pyspark's worker and the pipeline's executor-side modules once, before forking the workers, which
 inherit them. Only pure-Python modules are imported here: the daemon must not start threads before
-it forks (pyarrow is imported by the workers themselves). Then pyspark's daemon runs as usual.
+it forks (pyarrow is imported by the workers themselves). What is imported is then frozen
+(``gc.freeze``): a reused worker runs a full garbage collection after every task, which no longer
+walks the imported modules and classes. Then pyspark's daemon runs as usual.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -63,6 +66,7 @@ def main() -> None:
     import kcodec.pipeline.spill
     import kcodec.pipeline.write  # noqa: F401
 
+    gc.freeze()  # what is imported now is never garbage: the workers' collections skip it
     manager()
 
 

@@ -161,7 +161,7 @@ def run_job(
         autodetect,
         strict,
         split_size,
-        partitions or max(2 * parallelism, 2),
+        partitions or max(4 * parallelism, 4),  # a few per core: whole connections differ in size
     )
     tracker = ProgressTracker(spark.sparkContext, files)
     out = Output(output.rstrip("/"))
