@@ -1,13 +1,22 @@
-"""Hatchling build hook: generate the Kafka codecs into ``src/kcodec/_generated`` at build time.
+"""Hatchling build hook: generate the Kafka codecs (and, if asked, compile them with mypyc) at build time.
 
-Runs for the wheel target, i.e. for ``pip install .`` (standard wheel) and ``pip install -e .``
-(editable wheel; the generated files then live in the source tree, which the editable install
-puts on ``sys.path``).  The generator (``codegen/``, next to ``src/``) runs here at build time; the
-wheel also ships it so that ``kcodec generate`` can run it in a subprocess (``kcodec`` never imports it).
+Runs for the wheel target: ``pip install .`` (a standard wheel) and ``pip install -e .`` (an editable
+wheel). The generator is ``kcodec.codegen`` (in ``src/``); the runtime never imports it.
+
+- Editable installs generate into ``src/kcodec/_generated`` (the source tree is what gets imported).
+- Standard wheels generate into a staging copy of the package (``build/kcodec-wheel/kcodec``), so the
+  source tree's own generated code (e.g. of an editable install) is never touched or shipped; the
+  staged ``_generated`` folder is force-included into the wheel.
+
+``KCODEC_COMPILE`` (see ``kcodec.codegen.compile``) switches on the compiled build: the chosen messages
+are generated for mypyc and compiled with the runtime pieces they call; the wheel then carries the
+extension modules beside their sources and a platform tag. Without it (the default) the build is pure
+Python. A compile that fails falls back to the pure build with a warning.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -15,23 +24,72 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
+ENV = "KCODEC_COMPILE"
+
+
+def _compile_requested() -> bool:
+    return os.environ.get(ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
+
 
 class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
     PLUGIN_NAME = "custom"
 
+    def dependencies(self) -> list[str]:
+        """mypy (which ships mypyc) and setuptools (to build the extensions), for a compiled build only."""
+        return ["mypy>=1.16", "setuptools>=68"] if _compile_requested() else []
+
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         root = Path(self.root).resolve()
-        schemas_dir = root / "schemas"
-        out_dir = root / "src" / "kcodec" / "_generated"
+        src = str(root / "src")
+        if src not in sys.path:
+            sys.path.insert(0, src)
+        from kcodec.codegen.compile import RUNTIME_MODULES, compile_modules, log, remove_extensions, selection
+        from kcodec.codegen.generate import generate_package, package_plan
 
-        if str(root) not in sys.path:
-            sys.path.insert(0, str(root))
-        from codegen.generate import generate_package
-
+        editable = version == "editable"
+        stage = root / "src" if editable else root / "build" / "kcodec-wheel"
+        if not editable:
+            shutil.rmtree(stage, ignore_errors=True)
+            shutil.copytree(
+                root / "src" / "kcodec",
+                stage / "kcodec",
+                ignore=shutil.ignore_patterns("_generated", "__pycache__", "*.so", "*.pyd"),
+            )
+        remove_extensions(stage)
+        out_dir = stage / "kcodec" / "_generated"
         # Start from an empty folder so code for removed specs cannot linger in a wheel.
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        generate_package(schemas_dir=schemas_dir, out_dir=out_dir)
+        shutil.rmtree(out_dir, ignore_errors=True)
 
+        schemas = root / "schemas"
+        compiled: set[str] = set()
+        if _compile_requested():
+            index = package_plan(schemas).index
+            apis = {str(a["name"]): (str(a["request"]), str(a["response"])) for a in index["apis"]}  # type: ignore[attr-defined]
+            compiled = selection(os.environ.get(ENV), apis, (str(m["name"]) for m in index["messages"]))  # type: ignore[attr-defined]
+        plan = generate_package(schemas_dir=schemas, out_dir=out_dir, compiled=compiled)
         if not (out_dir / "__init__.py").is_file():
-            raise RuntimeError(f"codegen.generate.generate_package wrote no package to {out_dir}")
+            raise RuntimeError(f"kcodec.codegen.generate.generate_package wrote no package to {out_dir}")
+
+        extensions: list[Path] = []
+        if compiled:
+            modules = list(RUNTIME_MODULES)
+            modules += [f"kcodec._generated.{m.module}" for m in plan.modules if m.target.compiled]
+            log(f"compiling {len(modules)} modules with mypyc ({ENV}={os.environ.get(ENV)!r}) ...")
+            try:
+                result = compile_modules(stage, modules, root / "build" / "kcodec-mypyc")
+            except (Exception, SystemExit) as e:  # mypyc exits on errors: fall back to the pure build
+                log(f"compiling failed ({type(e).__name__}: {e}); installing the pure-Python build")
+                remove_extensions(stage)
+                shutil.rmtree(out_dir, ignore_errors=True)
+                generate_package(schemas_dir=schemas, out_dir=out_dir)
+            else:
+                log(f"compiled {len(result.modules)} modules in {result.seconds:.0f} s")
+                extensions = list(result.files)
+                build_data["pure_python"] = False
+                build_data["infer_tag"] = True
+
+        if not editable:
+            build_data["force_include"][str(out_dir)] = "kcodec/_generated"
+            for rel in extensions:
+                if rel.parts[:2] != ("kcodec", "_generated"):
+                    build_data["force_include"][str(stage / rel)] = rel.as_posix()

@@ -2,7 +2,12 @@
 encoder) and kafka-python 3.0.12, both of its stacks (the new ``kafka.protocol`` classes generated from
 the JSON specs, and the old hand-written ``kafka.protocol.old`` structs where they reach the version).
 
-Run:  python benchmarks/compare.py [--rounds N] [--json FILE]
+Run:  python benchmarks/compare.py [--rounds N] [--json FILE] [--pure PYTHON]
+
+``--pure PYTHON`` adds a second kcodec build to the same rounds: a worker process running that
+interpreter's kcodec (e.g. the pure-Python build's venv while this one runs the compiled build) times
+its bound decoder/encoder on the same bytes when its turn in the rotation comes; its samples are shown
+as "kcodec pure" beside this process's "kcodec" (``kcodec.compiled`` says which build that is).
 
 For every workload (``benchmarks/workloads.py``, message bodies only) the bytes kcodec writes are
 decoded by every library and re-encoded, and all of them must be byte-identical before anything is
@@ -204,6 +209,76 @@ VARIANTS = {
 }
 
 
+# --- a second kcodec build in a worker process ------------------------------------------------------
+
+PURE = "kcodec pure"
+
+
+class Remote:
+    """Another interpreter's kcodec, timed in its own process (``compare.py --worker``) per request."""
+
+    def __init__(self, python: str) -> None:
+        self.proc = subprocess.Popen(
+            [python, str(Path(__file__).resolve()), "--worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_ENV,
+        )
+        self.compiled = bool(self.call({"cmd": "hello"})["compiled"])
+
+    def call(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        reply: dict[str, Any] = json.loads(self.proc.stdout.readline())
+        if "error" in reply:
+            raise RuntimeError(f"{PURE} worker: {reply['error']}")
+        return reply
+
+    def setup(self, w: Workload, data: bytes) -> None:
+        import hashlib
+
+        self.call({"cmd": "setup", "workload": w.name, "sha256": hashlib.sha256(data).hexdigest()})
+
+    def calibrate(self, op: str, target_s: float) -> int:
+        return int(self.call({"cmd": "calibrate", "op": op, "target": target_s})["n"])
+
+    def sample(self, op: str, n: int) -> float:
+        return float(self.call({"cmd": "sample", "op": op, "n": n})["us"])
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def worker() -> None:
+    """Serve timing requests for this interpreter's kcodec (bound decoder/encoder of one workload)."""
+    import hashlib
+
+    fns: dict[str, Callable[[], Any]] = {}
+    for line in sys.stdin:
+        req = json.loads(line)
+        try:
+            if req["cmd"] == "hello":
+                reply: dict[str, Any] = {"compiled": bool(kcodec.compiled)}
+            elif req["cmd"] == "setup":
+                w = next(w for w in WORKLOADS if w.name == req["workload"])
+                data = kcodec.encode(w.build(), w.version)
+                if hashlib.sha256(data).hexdigest() != req["sha256"]:
+                    raise ValueError(f"{w.name}: this build encodes the workload differently")
+                c = kcodec_codec(w, data)
+                fns = {"decode": c.decode, "encode": c.encode}
+                gc.collect()
+                gc.freeze()
+                reply = {}
+            elif req["cmd"] == "calibrate":
+                reply = {"n": calibrate(fns[req["op"]], req["target"])}
+            else:
+                reply = {"us": sample(fns[req["op"]], req["n"])}
+        except Exception as e:
+            reply = {"error": f"{type(e).__name__}: {e}"}
+        print(json.dumps(reply), flush=True)
+
+
 # --- timing -----------------------------------------------------------------------------------------
 
 
@@ -247,8 +322,10 @@ class Result:
         return min(peers, key=lambda p: self.median(p) or 0.0) if peers else None
 
 
-def run_workload(w: Workload, rounds: int, target_s: float) -> list[Result]:
+def run_workload(w: Workload, rounds: int, target_s: float, remote: Remote | None = None) -> list[Result]:
     data = kcodec.encode(w.build(), w.version)
+    if remote is not None:
+        remote.setup(w, data)
     codecs = [c for c in (f(w, data) for f in (*FACTORIES, *VARIANTS.values())) if c is not None]
     # Everything set up so far (three libraries' modules, the workload objects) goes to the collector's
     # permanent generation: a full collection triggered by a decoder then costs what the decoder
@@ -267,10 +344,17 @@ def run_workload(w: Workload, rounds: int, target_s: float) -> list[Result]:
         fns = {c.lib: getattr(c, op) for c in codecs if op in VARIANT_OPS.get(c.lib, ("decode", "encode"))}
         counts = {lib: calibrate(fn, target_s) for lib, fn in fns.items()}
         order = list(fns)
+        if remote is not None:
+            counts[PURE] = remote.calibrate(op, target_s)
+            order.insert(1, PURE)
         for r in range(rounds):
             rot = order[r % len(order) :] + order[: r % len(order)]
             for lib in rot:
-                res.samples.setdefault(lib, []).append(sample(fns[lib], counts[lib]))
+                if lib == PURE and remote is not None:
+                    us = remote.sample(op, counts[lib])
+                else:
+                    us = sample(fns[lib], counts[lib])
+                res.samples.setdefault(lib, []).append(us)
         results.append(res)
     return results
 
@@ -358,7 +442,7 @@ def report(results: list[Result]) -> list[dict[str, Any]]:
                 "workload": res.workload,
                 "op": res.op,
                 "bytes": res.size,
-                "median_us": {lib: res.median(lib) for lib in LIBS if res.samples.get(lib)},
+                "median_us": {lib: res.median(lib) for lib in (*LIBS, PURE) if res.samples.get(lib)},
                 "ratios": ratio_info,
                 "target": {"versus": versus, "max_ratio": limit, "met": met},
             }
@@ -367,7 +451,7 @@ def report(results: list[Result]) -> list[dict[str, Any]]:
     print("kcodec's other entry points, same rounds (median µs; ratio to kio and to the best peer):")
     for res in results:
         cells = []
-        for variant in VARIANTS:
+        for variant in (PURE, *VARIANTS):
             v = res.samples.get(variant)
             if not v:
                 continue
@@ -406,11 +490,20 @@ def main() -> None:
     parser.add_argument("--only", help="run only workloads whose name contains this text")
     parser.add_argument("--no-import", action="store_true", help="skip the import-time measurements")
     parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
+    parser.add_argument("--pure", help="a Python whose kcodec (e.g. the pure build) joins the same rounds")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        worker()
+        return
 
     print(pin_malloc())
     python = sys.version.split()[0]
-    print(f"CPython {python}, {os.cpu_count()} CPUs; gc enabled (setup frozen); {args.rounds} rounds\n")
+    print(f"CPython {python}, {os.cpu_count()} CPUs; gc enabled (setup frozen); {args.rounds} rounds")
+    remote = Remote(args.pure) if args.pure else None
+    build = "compiled (mypyc)" if kcodec.compiled else "pure Python"
+    print(f"kcodec: this process's build, {build}", end="")
+    print(f"; {PURE}: {args.pure}, {'compiled' if remote.compiled else 'pure Python'}\n" if remote else "\n")
     imports = {} if args.no_import else import_times()
     for what, ms in imports.items():
         print(f"{what:<45} {ms:8.1f} ms  (median of 7 fresh interpreters)")
@@ -423,7 +516,9 @@ def main() -> None:
     for w in WORKLOADS:
         if args.only and args.only not in w.name:
             continue
-        results += run_workload(w, args.rounds, args.sample_ms / 1000)
+        results += run_workload(w, args.rounds, args.sample_ms / 1000, remote)
+    if remote is not None:
+        remote.close()
     rows = report(results)
     if args.json:
         args.json.write_text(json.dumps({"imports_ms": imports, "results": rows}, indent=2) + "\n")

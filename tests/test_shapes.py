@@ -23,7 +23,7 @@ def _caches() -> Iterator[dict[Any, Any]]:
     for name in SHAPED_MODULES:
         mod = module(name)
         for attr, value in vars(mod).items():
-            if attr.startswith(("_SHW", "_SHR")):
+            if attr.startswith(("_SHAPE_WRITERS_", "_SHAPE_READERS_")):
                 yield value
 
 

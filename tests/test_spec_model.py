@@ -5,18 +5,16 @@ from __future__ import annotations
 import copy
 import filecmp
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from codegen.generate import generate_package, merged_messages  # noqa: E402
-from codegen.merge import merge_message  # noqa: E402
-from codegen.spec import MessageSpec, SpecError, Versions  # noqa: E402
+from kcodec.codegen.generate import generate_package, merged_messages
+from kcodec.codegen.merge import merge_message
+from kcodec.codegen.spec import MessageSpec, SpecError, Versions
 
 
 def spec(**changes: Any) -> dict[str, Any]:

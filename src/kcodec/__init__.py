@@ -72,6 +72,7 @@ __all__ = [
     "apis",
     "client",
     "cluster",
+    "compiled",
     "construct_schema",
     "decode",
     "decode_request",
@@ -98,6 +99,7 @@ __all__ = [
 # (kcodec.strategies needs hypothesis: it is reachable as an attribute but not listed)
 
 if TYPE_CHECKING:
+    compiled: bool
     from kcodec import client as client
     from kcodec import cluster as cluster
     from kcodec import error_codes as error_codes
@@ -172,6 +174,14 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "compiled":
+        # True in the compiled build (KCODEC_COMPILE=1 pip install .): the base classes and wire helpers
+        # are mypyc extension modules, and so are the codecs of kcodec._generated.COMPILED.
+        from kcodec import model
+
+        is_compiled = not str(model.__file__).endswith(".py")
+        globals()[name] = is_compiled
+        return is_compiled
     target = _LAZY.get(name)
     if target is None:
         raise AttributeError(f"module 'kcodec' has no attribute {name!r}")
@@ -182,4 +192,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted({*globals(), *_LAZY, "compiled"})

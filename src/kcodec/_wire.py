@@ -8,9 +8,10 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from kcodec.chunked import CHUNK_BYTES, Buffer, ChunkedOut
 from kcodec.errors import DecodeError, EncodeError, NullValueError, UnsupportedVersionError, WrongTypeError
 
-Buffer = bytes | bytearray | memoryview
+__all__ = ["CHUNK_BYTES", "Buffer", "ChunkedOut"]
 
 
 def byte_view(data: object) -> memoryview:
@@ -21,38 +22,6 @@ def byte_view(data: object) -> memoryview:
     if isinstance(data, bytes | bytearray):
         return memoryview(data)
     raise WrongTypeError(f"expected bytes, bytearray or memoryview, not {type(data).__name__}")
-
-# bytes/records values at least this long are not copied into a ChunkedOut (see below).
-CHUNK_BYTES = 8192
-
-
-class ChunkedOut(bytearray):
-    """The output buffer of ``kcodec.encode``: generated encoders append small values to it as to any
-    bytearray, but keep a large bytes/records value (e.g. 100 KiB of record batches) as a chunk of its
-    own instead of copying it in, so the final bytes are assembled with a single copy."""
-
-    # No __init__ and no __slots__: creating one costs what a bytearray costs, and the instance dict
-    # holding ``chunks`` only comes into being when a large value is appended.
-    chunks: list[Buffer] | None = None
-
-    def blob(self, value: Buffer) -> None:
-        """Append ``value`` without copying it now."""
-        if self.chunks is None:
-            self.chunks = []
-        self.chunks.append(bytes(self))
-        self.chunks.append(value)
-        del self[:]
-
-    def parts(self) -> list[Buffer]:
-        """The chunks and what follows them, in order (empty parts left out)."""
-        if self.chunks is None:
-            return [self] if self else []
-        return [*self.chunks, self] if self else list(self.chunks)
-
-    def getvalue(self) -> bytes:
-        if self.chunks is None:
-            return bytes(self)
-        return b"".join([*self.chunks, self])
 
 
 def tags_clear(buf: Buffer, start: int, count: int, size: int) -> bool:

@@ -107,6 +107,19 @@ def _encoder_fn(message_name: str, version: int) -> Any:
     return fn
 
 
+def bytes_input(message_name: str) -> bool:
+    """Whether the message's decoders read ``bytes`` only: compiled codecs of messages without records
+    fields (records are zero-copy slices of the caller's own buffer, so those read any buffer)."""
+    return bool(getattr(module(message_name), "BYTES_INPUT", False))
+
+
+def _input(data: Any, bytes_only: bool) -> bytes | bytearray | memoryview:
+    """The buffer a decoder reads: ``data`` itself, or for bytes-only decoders a ``bytes`` copy of it
+    (same offsets, so errors name the same positions)."""
+    buf = as_buffer(data)
+    return bytes(buf) if bytes_only and type(buf) is not bytes else buf
+
+
 def as_buffer(data: Any) -> bytes | bytearray | memoryview:
     if isinstance(data, bytes | bytearray):
         return data
@@ -143,7 +156,7 @@ def decode_at(
 ) -> tuple[Message, int]:
     """Decode one body starting at ``pos``; return it and the position after it (no trailing check)."""
     fn = _decoder_fn(message_name, version)
-    buf = data if type(data) is bytes else as_buffer(data)
+    buf = data if type(data) is bytes else _input(data, bytes_input(message_name))
     return _run_decoder(fn, message_name, buf, pos)
 
 
@@ -176,7 +189,7 @@ def decode(
     readers that look at a few fields of large messages.
     """
     fn = _decoder_fn(message_name, version, lazy)
-    buf = data if type(data) is bytes else as_buffer(data)
+    buf = data if type(data) is bytes else _input(data, bytes_input(message_name))
     obj, end = _run_decoder(fn, message_name, buf, 0)
     if end != len(buf):
         _trailing(message_name, version, end, len(buf), strict, diagnostics)
@@ -188,9 +201,10 @@ def decoder(message_name: str, version: int, *, lazy: bool = False) -> Callable[
     ``decode(name, v, data)`` (strict; ``lazy`` as there), without the per-call lookup. Raises now
     for an unknown message or version."""
     fn = _decoder_fn(message_name, version, lazy)
+    bytes_only = bytes_input(message_name)
 
     def decode_body(data: Any) -> Any:
-        buf = data if type(data) is bytes else as_buffer(data)
+        buf = data if type(data) is bytes else _input(data, bytes_only)
         size = len(buf)
         if size >= GC_PAUSE_BYTES:
             obj, end = _run_decoder(fn, message_name, buf, 0)

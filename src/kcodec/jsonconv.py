@@ -20,9 +20,7 @@ from typing import Any, Literal
 from kcodec.codec import message_class, message_info
 from kcodec.errors import InvalidArgumentError, JsonError
 from kcodec.model import Message, Uuid
-from kcodec.schema import INT_BOUNDS, STRUCT_DEFAULT, FieldInfo, MessageInfo
-
-_INT_BOUNDS = INT_BOUNDS
+from kcodec.schema import INT_BOUNDS, JSON_KINDS, STRUCT_DEFAULT, FieldInfo, MessageInfo
 
 RecordsMode = Literal["raw", "base64", "text"]
 RECORDS_MODES: tuple[RecordsMode, ...] = ("raw", "base64", "text")
@@ -171,9 +169,10 @@ class _ConverterBuilder:
             return f"{self.function(t)}({var})"
         if t == "records" and self.records != "raw":
             return f"_rec({var})"
-        if t in ("bytes", "records"):
+        kind = JSON_KINDS.get(t)  # the wire-type table's representation of the type
+        if kind == "base64":
             return f"_b64({var})"
-        if t == "uuid":
+        if kind == "uuid":
             return f"_uuid({var})"
         return var
 
@@ -238,35 +237,36 @@ def _value_from_json(
         return [_value_from_json(info, f, t, False, v, version, f"{path}[{i}]") for i, v in enumerate(value)]
     if t[:1].isupper():
         return _struct_from_json(info, t, value, version, path)
-    if t in _INT_BOUNDS:
+    kind = JSON_KINDS.get(t)  # the wire-type table's representation of the type
+    if kind == "int":
         if isinstance(value, bool) or not isinstance(value, int):
             raise JsonError(f"expected an integer for {t}, not {value!r}", path)
-        lo, hi = _INT_BOUNDS[t]
+        lo, hi = INT_BOUNDS[t]
         if t == "int8" and 128 <= value <= 255:
             value -= 256  # Kafka's MessageUtil.jsonNodeToByte accepts unsigned bytes too
         if not lo <= value <= hi:
             raise JsonError(f"{value} is out of range for {t}", path)
         return value
-    if t == "bool":
+    if kind == "bool":
         if not isinstance(value, bool):
             raise JsonError(f"expected true or false, not {value!r}", path)
         return value
-    if t == "float64":
+    if kind == "float":
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise JsonError(f"expected a finite number, not {value!r}", path)
         return float(value)
-    if t == "string":
+    if kind == "string":
         if not isinstance(value, str):
             raise JsonError(f"expected a string, not {value!r}", path)
         return value
-    if t == "uuid":
+    if kind == "uuid":
         if not isinstance(value, str):
             raise JsonError(f"expected a base64 UUID string, not {value!r}", path)
         try:
             return Uuid(value)
         except (ValueError, binascii.Error) as e:
             raise JsonError(f"invalid UUID {value!r}: {e}", path) from None
-    if t in ("bytes", "records"):
+    if kind == "base64":
         if not isinstance(value, str):
             raise JsonError(f"expected a base64 string, not {value!r}", path)
         try:

@@ -1,56 +1,29 @@
-"""Base classes of the generated message and struct classes, and the ``Uuid`` value type."""
+"""Base classes of the generated message and struct classes (``Struct``, ``Message``).
+
+In the compiled build (``KCODEC_COMPILE``) mypyc compiles this module: the base classes become native
+classes that the compiled codecs' native classes extend, and that the pure-Python codecs of the other
+messages extend as ordinary subclasses (``allow_interpreted_subclasses``). ``Uuid``, ``LazyArray`` and
+``MISSING`` live in ``kcodec.values`` and are re-exported here.
+"""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import gc
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, ClassVar, TypeVar, overload
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
+
+from kcodec.values import MISSING, LazyArray, Uuid
+
+try:
+    from mypy_extensions import mypyc_attr
+except ImportError:  # the pure build needs no mypy_extensions: the decorator only speaks to mypyc
+
+    _C = TypeVar("_C")
+
+    def mypyc_attr(*attrs: str, **kwattrs: object) -> Callable[[_C], _C]:
+        return lambda cls: cls
 
 
-class _Missing:
-    """Sentinel for "argument not given" in generated constructors (None is a real value)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "MISSING"
-
-
-MISSING: Any = _Missing()
-
-
-class Uuid(bytes):
-    """A Kafka UUID: 16 bytes, shown as Kafka's 22-character URL-safe base64 (``Uuid.toString()``)."""
-
-    __slots__ = ()
-    ZERO: ClassVar[Uuid]
-
-    def __new__(cls, value: bytes | bytearray | memoryview | str = bytes(16)) -> Uuid:
-        from kcodec.errors import InvalidArgumentError, WrongTypeError
-
-        if isinstance(value, str):
-            try:
-                raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
-            except (binascii.Error, ValueError) as e:
-                raise InvalidArgumentError(f"{value!r} is not a Kafka UUID (URL-safe base64): {e}") from None
-        elif isinstance(value, bytes | bytearray | memoryview):
-            raw = bytes(value)
-        else:
-            raise WrongTypeError(f"a Kafka UUID is made from bytes or a string, not {type(value).__name__}")
-        if len(raw) != 16:
-            raise InvalidArgumentError(f"a Kafka UUID has 16 bytes, not {len(raw)}")
-        return super().__new__(cls, raw)
-
-    def __str__(self) -> str:
-        return base64.urlsafe_b64encode(self).rstrip(b"=").decode("ascii")
-
-    def __repr__(self) -> str:
-        return f"Uuid({str(self)!r})"
-
-
-Uuid.ZERO = Uuid()
+__all__ = ["MISSING", "LazyArray", "Message", "Struct", "Uuid"]
 
 
 def _short_repr(value: Any) -> str:
@@ -61,16 +34,18 @@ def _short_repr(value: Any) -> str:
     return repr(value)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Struct:
-    """A generated struct class: ``__slots__``, keyword constructor, equality and a readable repr.
+    """A generated struct class: keyword constructor, equality and a readable repr.
 
-    ``_unknown_tagged_fields`` holds ``(tag, bytes)`` pairs of tagged fields this version of kcodec
-    does not know; they are kept on decode and written back on encode, merged in tag order.
+    Generated classes declare their attributes themselves (``__slots__`` in the pure build, native
+    attributes in the compiled one), ``_unknown_tagged_fields`` included: it holds ``(tag, bytes)``
+    pairs of tagged fields this version of kcodec does not know; they are kept on decode and written
+    back on encode, merged in tag order. This base holds no attributes, so it can be a native class.
     """
 
-    __slots__ = ("_unknown_tagged_fields",)
+    __slots__ = ()
     _fields_: ClassVar[tuple[str, ...]] = ()
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -78,25 +53,45 @@ class Struct:
         for name in self._fields_:
             if getattr(self, name) != getattr(other, name):
                 return False
-        theirs = other._unknown_tagged_fields
-        return (self._unknown_tagged_fields or None) == (theirs or None)
+        mine, theirs = getattr(self, _UNKNOWN), getattr(other, _UNKNOWN)
+        return (mine or None) == (theirs or None)
 
     __hash__ = None  # type: ignore[assignment]  # mutable
 
     def __repr__(self) -> str:
         parts = [f"{name}={_short_repr(getattr(self, name))}" for name in self._fields_]
-        if self._unknown_tagged_fields:
-            parts.append(f"unknown_tagged_fields={self._unknown_tagged_fields!r}")
+        unknown = getattr(self, _UNKNOWN)
+        if unknown:
+            parts.append(f"unknown_tagged_fields={unknown!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copy and pickle by field values (the same in the pure and the compiled build)."""
+        values = tuple([getattr(self, name) for name in self._fields_])
+        return (_rebuild, (type(self), values, getattr(self, _UNKNOWN)))
 
     @property
     def unknown_tagged_fields(self) -> list[tuple[int, bytes]]:
         """Tagged fields kcodec does not know, as ``(tag, raw bytes)``; editable."""
-        if self._unknown_tagged_fields is None:
-            self._unknown_tagged_fields = []
-        return self._unknown_tagged_fields
+        unknown: list[tuple[int, bytes]] | None = getattr(self, _UNKNOWN)
+        if unknown is None:
+            unknown = []
+            setattr(self, _UNKNOWN, unknown)
+        return unknown
 
 
+_UNKNOWN = "_unknown_tagged_fields"
+
+
+def _rebuild(cls: type[Struct], values: tuple[Any, ...], unknown: Any) -> Struct:
+    obj = cls.__new__(cls)
+    for name, value in zip(cls._fields_, values, strict=True):
+        setattr(obj, name, value)
+    setattr(obj, _UNKNOWN, unknown)
+    return obj
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Message(Struct):
     """A generated top-level message class (request, response, header or data)."""
 
@@ -104,94 +99,3 @@ class Message(Struct):
     MESSAGE_NAME: ClassVar[str] = ""
     MESSAGE_KIND: ClassVar[str] = ""
     API_KEY: ClassVar[int | None] = None
-
-
-T = TypeVar("T")
-
-
-class LazyArray(Sequence[T]):
-    """An array of structs that ``decode(..., lazy=True)`` has checked but not built yet.
-
-    Decoding walks the array's bytes (every length, count and bound is checked, so a malformed
-    body still fails at decode time) and keeps where it starts; the elements are built on first
-    access (indexing, iteration, equality, ``materialize()``), with the same errors and field paths
-    as an eager decode for what only building them can find (e.g. invalid UTF-8). ``len()`` needs no
-    building. Until built, it holds on to the input buffer: don't modify that buffer meanwhile.
-    It is read-only; ``materialize()`` returns the list itself, to change or to assign back.
-    """
-
-    __slots__ = ("_buf", "_count", "_decode", "_items", "_start", "_where")
-
-    def __init__(
-        self,
-        buf: bytes | bytearray | memoryview,
-        start: int,
-        count: int,
-        decode: Callable[[Any, int, int], tuple[T, int]],
-        where: tuple[str, str],
-    ) -> None:
-        self._buf: bytes | bytearray | memoryview | None = buf
-        self._start = start
-        self._count = count
-        self._decode = decode
-        self._where = where  # (message name, array attribute): the error path when building fails
-        self._items: list[T] | None = None
-
-    def materialize(self) -> list[T]:
-        """The elements as a list (built now if they were not yet)."""
-        items = self._items
-        if items is None:
-            from kcodec.errors import DecodeError
-
-            buf = self._buf
-            assert buf is not None
-            items = []
-            pos, blen, fn = self._start, len(buf), self._decode
-            # as decode() does for large bodies: no collector passes over objects still being built
-            paused = self._count >= 64 and gc.isenabled()
-            if paused:
-                gc.disable()
-            try:
-                for _ in range(self._count):
-                    x, pos = fn(buf, pos, blen)
-                    items.append(x)
-            except DecodeError as e:
-                e._segments.append(f"{self._where[1]}[{len(items)}]")
-                e._segments.append(self._where[0])
-                raise
-            finally:
-                if paused:
-                    gc.enable()
-            self._items, self._buf = items, None
-        return items
-
-    @property
-    def is_built(self) -> bool:
-        return self._items is not None
-
-    def __len__(self) -> int:
-        return self._count if self._items is None else len(self._items)
-
-    @overload
-    def __getitem__(self, index: int) -> T: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[T]: ...
-    def __getitem__(self, index: int | slice) -> T | list[T]:
-        return self.materialize()[index]
-
-    def __iter__(self) -> Iterator[T]:
-        return iter(self.materialize())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, LazyArray):
-            other = other.materialize()
-        if isinstance(other, list):
-            return self.materialize() == other
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        if self._items is None:
-            return f"<LazyArray {self._where[0]}.{self._where[1]}: {self._count} elements, not built yet>"
-        return repr(self._items)

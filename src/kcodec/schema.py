@@ -9,16 +9,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kcodec._generated.wire_types import INT_BOUNDS, JSON_KINDS
+
 MAX_VERSION = 0x7FFF
-#: inclusive bounds of Kafka's integer types (JSON validation, strategies)
-INT_BOUNDS: dict[str, tuple[int, int]] = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "uint16": (0, 2**16 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "uint32": (0, 2**32 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-}
+# INT_BOUNDS (inclusive bounds of Kafka's integer types) and JSON_KINDS (how each primitive looks in
+# JSON) come from the generator's one table of wire types (kcodec.codegen.wire_types), of which the
+# generated package holds the runtime's copy.
+__all__ = [
+    "INT_BOUNDS",
+    "JSON_KINDS",
+    "MAX_VERSION",
+    "STRUCT_DEFAULT",
+    "FieldInfo",
+    "MessageInfo",
+    "StructInfo",
+    "VersionRange",
+    "in_range",
+    "range_text",
+]
 VersionRange = tuple[int, int]  # inclusive; (1, 0) is empty
 
 

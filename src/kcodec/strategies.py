@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from kcodec.codec import message_info, message_names
 from kcodec.errors import InvalidArgumentError
 from kcodec.model import Message, Uuid
-from kcodec.schema import INT_BOUNDS, FieldInfo, MessageInfo
+from kcodec.schema import INT_BOUNDS, JSON_KINDS, FieldInfo, MessageInfo
 
 __all__ = [
     "DEFAULT_MAX_ARRAY_SIZE",
@@ -158,20 +158,21 @@ _FLOATS: st.SearchStrategy[float] = st.one_of(
 )
 
 
-def _primitive(kind: str, limits: _Limits) -> st.SearchStrategy[Any]:
-    if kind in INT_BOUNDS:
-        return _integers(kind)
+def _primitive(type_name: str, limits: _Limits) -> st.SearchStrategy[Any]:
+    kind = JSON_KINDS.get(type_name)  # the wire-type table's representation of the type
+    if kind == "int":
+        return _integers(type_name)
     if kind == "bool":
         return st.booleans()
-    if kind == "float64":
+    if kind == "float":
         return _FLOATS
     if kind == "string":
         return _text(limits.strings)
     if kind == "uuid":
         return _UUIDS
-    if kind in ("bytes", "records"):
+    if kind == "base64":
         return st.binary(max_size=limits.blobs)
-    raise InvalidArgumentError(f"no strategy for field type {kind!r}")
+    raise InvalidArgumentError(f"no strategy for field type {type_name!r}")
 
 
 def _field_strategy(

@@ -3,8 +3,8 @@ so ``kcodec --help`` and quick commands stay fast.
 
 The commands only present; the work is done by the library (``kcodec.registry``, ``kcodec.schema``,
 ``kcodec.capture``, ``kcodec.negotiation``, ...) or, for ``generate``, by the generator run as a
-subprocess (``python -m codegen.generate``) because the runtime never imports the build-time
-``codegen`` package.
+subprocess (``python -m kcodec.codegen.generate``) because the runtime never imports the build-time
+generator (``kcodec.codegen``).
 """
 
 from __future__ import annotations
@@ -41,8 +41,21 @@ class OneLineUsageError(click.UsageError):
         click.echo(f"{where}{self.format_message()}", file=file, err=True)
 
 
+class OneLineError(click.ClickException):
+    """A failure shown as one line naming the command (``kcodec versions: cannot connect ...``),
+    like the usage errors; exit code 1."""
+
+    def __init__(self, message: str, where: str) -> None:
+        super().__init__(message)
+        self.where = where
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"{self.where}: {self.format_message()}", file=file, err=True)
+
+
 class LazyGroup(click.Group):
-    """A click group whose subcommands are imported on first use; usage errors are one line."""
+    """A click group whose subcommands are imported on first use; usage errors and failures are
+    one line that names the command."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -51,6 +64,11 @@ class LazyGroup(click.Group):
             if isinstance(e, OneLineUsageError):
                 raise
             raise OneLineUsageError(e.format_message(), e.ctx) from None
+        except click.ClickException as e:
+            if isinstance(e, OneLineError) or e.exit_code != OneLineError.exit_code:
+                raise
+            where = " ".join(p for p in (ctx.command_path, ctx.invoked_subcommand) if p)
+            raise OneLineError(e.format_message(), where) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)

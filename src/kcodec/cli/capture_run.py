@@ -104,9 +104,9 @@ class Run:
                 self.source, ports=self.ports, autodetect=self.autodetect, strict=self.strict
             )
             output = self.output
-            if output.table is not None:
-                output.table.header()
             for n, ev in enumerate(events):
+                if n == 0 and output.table is not None:
+                    output.table.header()  # once the file has proved to be a capture
                 if progress is not None and n % 64 == 0:
                     progress.update()
                 output.add(ev)
@@ -114,7 +114,7 @@ class Run:
                     break
         except CaptureFileError as e:
             self._stop(progress)
-            click.echo(f"Error: {self.label}: {e}", err=True)
+            click.echo(f"kcodec decode-capture: {self.label}: {e}", err=True)
             return 1
         except KeyboardInterrupt:
             self._stop(progress)

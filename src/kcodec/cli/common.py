@@ -146,3 +146,18 @@ def parse_listen(text: str, option: str) -> tuple[str, int]:
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise click.BadParameter(f"{text!r}: expected HOST:PORT (port 0-65535)", param_hint=option)
     return host, int(port)
+
+
+def kafka_port_options(command: Any) -> Any:
+    """``--port`` (repeatable, in addition to 9092) and ``--no-autodetect``: which connections of a
+    capture are Kafka traffic (``decode-capture``, ``pipeline``)."""
+    command = click.option("--no-autodetect", is_flag=True, help="Only decode connections on Kafka ports.")(
+        command
+    )
+    return click.option(
+        "--port",
+        "ports",
+        type=click.IntRange(1, 65535),
+        multiple=True,
+        help="A Kafka broker port (repeatable), in addition to 9092.",
+    )(command)

@@ -13,7 +13,7 @@ from typing import IO, Any, Literal
 import click
 
 from kcodec.cli.capture_filters import EventFilter, parse_addresses, parse_apis
-from kcodec.cli.common import CONTEXT_SETTINGS
+from kcodec.cli.common import CONTEXT_SETTINGS, kafka_port_options
 
 EXIT_UNREADABLE, EXIT_FAIL_ON, EXIT_INTERRUPTED = 1, 3, 130
 FAIL_ON = ("issues", "errors", "error-codes", "diagnostics")
@@ -92,14 +92,7 @@ def _fail_on(values: tuple[str, ...]) -> frozenset[str]:
 @click.option(
     "--strict", is_flag=True, help="No leniency: bytes after a body or a known off-spec layout is an error."
 )
-@click.option(
-    "--port",
-    "ports",
-    type=click.IntRange(1, 65535),
-    multiple=True,
-    help="A Kafka broker port (repeatable), in addition to 9092.",
-)
-@click.option("--no-autodetect", is_flag=True, help="Only decode connections on Kafka ports.")
+@kafka_port_options
 @click.option(
     "--records",
     "records_mode",
@@ -153,7 +146,7 @@ def decode_capture_command(
     try:
         source: Any = sys.stdin.buffer if capture == "-" else open(Path(capture), "rb")  # noqa: SIM115
     except OSError as e:
-        click.echo(f"Error: {capture}: {e.strerror or e}", err=True)
+        click.echo(f"kcodec decode-capture: {capture}: {e.strerror or e}", err=True)
         sys.exit(EXIT_UNREADABLE)
     counting = _Counting(source)
     run = Run(

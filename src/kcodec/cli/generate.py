@@ -16,8 +16,8 @@ from pathlib import Path
 
 import click
 
-#: modules of a generated package that are not one message each (see codegen.generate)
-_INDEX_MODULES = frozenset({"__init__.py", "typing_api.py"})
+#: modules of a generated package that are not one message each (see kcodec.codegen.render)
+_INDEX_MODULES = frozenset({"__init__.py", "typing_api.py", "wire_types.py"})
 
 
 @click.command("generate")
@@ -63,7 +63,7 @@ def generate_command(specs: Path, out: Path) -> None:
 
 
 def _run_generator(specs: Path, out: Path) -> None:
-    cmd = [sys.executable, "-m", "codegen.generate", "--specs", str(specs), "--out", str(out)]
+    cmd = [sys.executable, "-m", "kcodec.codegen.generate", "--specs", str(specs), "--out", str(out)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     except OSError as e:
@@ -71,9 +71,9 @@ def _run_generator(specs: Path, out: Path) -> None:
     if proc.returncode == 0:
         return
     err = proc.stderr.strip()
-    if "No module named codegen" in err or "No module named 'codegen'" in err:
+    if "No module named 'kcodec.codegen'" in err or "No module named kcodec.codegen" in err:
         raise click.ClickException(
-            "the generator (the codegen package, shipped with kcodec) is not installed in "
+            "the generator (kcodec.codegen, shipped with kcodec) is not installed in "
             f"{sys.executable}; reinstall kcodec"
         )
     lines = [line for line in err.splitlines() if line.strip()]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from kcodec.cli.common import CONTEXT_SETTINGS
+from kcodec.cli.common import CONTEXT_SETTINGS, kafka_port_options
 
 
 def _one_line(e: BaseException) -> str:
@@ -17,14 +17,7 @@ def _one_line(e: BaseException) -> str:
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("--output", "-o", required=True, help="Folder for the Parquet tables (overwritten).")
 @click.option("--master", help="Spark master URL (default local[*]: every core of this machine).")
-@click.option(
-    "--port",
-    "ports",
-    type=click.IntRange(1, 65535),
-    multiple=True,
-    help="A Kafka broker port (repeatable), in addition to 9092.",
-)
-@click.option("--no-autodetect", is_flag=True, help="Only decode connections on Kafka ports.")
+@kafka_port_options
 @click.option("--strict", is_flag=True, help="Reject frames with bytes left after the body.")
 @click.option(
     "--split-size",

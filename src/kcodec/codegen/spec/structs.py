@@ -6,9 +6,9 @@ import keyword
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from codegen.spec.errors import SpecError
-from codegen.spec.fields import FieldSpec
-from codegen.spec.versions import Versions
+from kcodec.codegen.spec.errors import SpecError
+from kcodec.codegen.spec.fields import FieldSpec
+from kcodec.codegen.spec.versions import Versions
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,17 +1,19 @@
-"""Per-version plans: plain data saying, field by field, how one version of a struct is laid out.
+"""Per-version layouts: plain data saying, field by field, how one version of a struct is laid out.
 
-A plan is derived from the spec set that owns the version and from the merged class it fills. Plans
-are frozen and hashable, so identical plans for neighbouring versions share one generated function.
+A layout is derived from the spec set that owns the version and from the merged class it fills.
+Layouts are frozen and hashable, so identical layouts of neighbouring versions share one generated
+function (``kcodec.codegen.planner`` de-duplicates them and decides how each is read and written).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codegen.merge import MergedField, MergedMessage, MergedStruct
-from codegen.spec.fields import STRUCT, FieldSpec
-from codegen.spec.messages import MessageSpec
-from codegen.spec.types import FIXED_WIDTH, FieldType
+from kcodec.codegen.merge import MergedField, MergedMessage, MergedStruct
+from kcodec.codegen.spec.fields import STRUCT, FieldSpec
+from kcodec.codegen.spec.messages import MessageSpec
+from kcodec.codegen.spec.types import FieldType
+from kcodec.codegen.wire_types import WIRE_TYPES, WireType
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +32,31 @@ class ValuePlan:
     compact: bool
     struct: StructPlan | None = None
     element: ValuePlan | None = None
+
+    @property
+    def wire(self) -> WireType | None:
+        """The wire type of a primitive value (None for structs and arrays)."""
+        return None if self.prim is None else WIRE_TYPES[self.prim]
+
+    @property
+    def is_uuid(self) -> bool:
+        return self.prim == "uuid"
+
+    @property
+    def min_size(self) -> int:
+        """The fewest bytes this value can take (bounds array counts before allocating)."""
+        if self.kind == "fixed":
+            return self.size
+        if self.kind == "struct":
+            if self.nullable:
+                return 1
+            assert self.struct is not None
+            return self.struct.min_size
+        # length-prefixed: compact uvarint (>= 1 byte) or the int16/int32 prefix
+        if self.compact:
+            return 1
+        wire = self.wire
+        return 2 if wire is not None and wire.length_fmt == "h" else 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,25 +110,8 @@ class StructPlan:
         """The fewest bytes an encoding can take (bounds array counts before allocating)."""
         total = 1 if self.flexible else 0
         for step in self.steps:
-            if isinstance(step, RunPlan):
-                total += step.size
-            else:
-                total += _min_value_size(step.value)
+            total += step.size if isinstance(step, RunPlan) else step.value.min_size
         return total
-
-
-def _min_value_size(v: ValuePlan) -> int:
-    if v.kind == "fixed":
-        return v.size
-    if v.kind == "struct":
-        if v.nullable:
-            return 1
-        assert v.struct is not None
-        return v.struct.min_size
-    # length-prefixed: compact uvarint (>= 1 byte) or int16/int32 prefix
-    if v.compact:
-        return 1
-    return 2 if v.kind == "string" else 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +124,7 @@ class MessagePlan:
     root: StructPlan
 
 
-def plan_message(merged: MergedMessage, version: int) -> MessagePlan:
+def layout_message(merged: MergedMessage, version: int) -> MessagePlan:
     spec = merged.owner(version)
     root = _plan_struct(spec, spec.root.fields, merged.root, version, merged.classes)
     return MessagePlan(merged.name, version, spec.source, root)
@@ -184,12 +194,11 @@ def _plan_value(
         child = spec.struct_of(f)
         sp = _plan_struct(spec, child.fields, merged_struct, version, classes)
         return ValuePlan("struct", None, "", 0, nullable, compact, sp)
-    prim = ftype.primitive
-    assert prim is not None
-    if prim in FIXED_WIDTH:
-        fmt, size = FIXED_WIDTH[prim]
-        return ValuePlan("fixed", prim, fmt, size, False, compact)
-    return ValuePlan(prim, prim, "", 0, nullable, compact)
+    wire = ftype.wire
+    assert wire is not None
+    if wire.fixed_width:
+        return ValuePlan("fixed", wire.name, wire.fmt, wire.size, False, compact)
+    return ValuePlan(wire.snippet, wire.name, "", 0, nullable, compact)
 
 
 def default_source(mf: MergedField) -> str:

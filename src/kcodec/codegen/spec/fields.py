@@ -8,9 +8,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from codegen.spec.errors import SpecError
-from codegen.spec.types import INT_BOUNDS, FieldType
-from codegen.spec.versions import Versions
+from kcodec.codegen.spec.errors import SpecError
+from kcodec.codegen.spec.types import FieldType
+from kcodec.codegen.spec.versions import Versions
 
 _FIELD_KEYS = frozenset(
     {"name", "type", "versions", "nullableVersions", "tag", "taggedVersions", "default", "ignorable",
@@ -157,50 +157,59 @@ class FieldSpec:
             if text not in (None, ""):
                 raise SpecError(here, f"invalid default {text!r} for struct field: only 'null' allowed")
             return STRUCT
-        p = t.primitive
-        if p in INT_BOUNDS:
-            if text in (None, ""):
-                return 0
-            try:
-                value = int(text, 16) if text.lower().startswith(("0x", "-0x")) else int(text, 10)
-            except ValueError:
-                raise SpecError(here, f"invalid default {text!r} for {p} field") from None
-            lo, hi = INT_BOUNDS[p]
-            if not lo <= value <= hi:
-                raise SpecError(here, f"default {text!r} is out of range for {p} ({lo}..{hi})")
-            return value
-        if p == "bool":
-            if text in (None, ""):
-                return False
-            if text not in ("true", "false"):
-                raise SpecError(here, f"invalid default {text!r} for bool field: use 'true' or 'false'")
-            return text == "true"
-        if p == "float64":
-            if text in (None, ""):
-                return 0.0
-            try:
-                value_f = float(text)
-            except ValueError:
-                raise SpecError(here, f"invalid default {text!r} for float64 field") from None
-            if not math.isfinite(value_f):
-                raise SpecError(here, f"default {text!r} for float64 field is not finite")
-            return value_f
-        if p == "uuid":
-            if text in (None, ""):
-                return bytes(16)
-            try:
-                raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-            except (binascii.Error, ValueError):
-                raise SpecError(here, f"invalid default {text!r} for uuid field: not base64") from None
-            if len(raw) != 16:
-                raise SpecError(here, f"invalid default {text!r} for uuid field: not 16 bytes")
-            return raw
-        if p == "string":
-            return text or ""
-        # bytes / records
-        if text not in (None, ""):
-            raise SpecError(here, f"invalid default {text!r} for {p} field: only '' or 'null' allowed")
-        return b""
+        wire = t.wire
+        assert wire is not None
+        return _parse_default(wire.name, wire.json, wire.bounds, text, here)
+
+
+def _parse_default(
+    p: str, representation: str, bounds: tuple[int, int] | None, text: str | None, here: str
+) -> Any:
+    """A primitive's default from its spec text, by how the type is represented (the wire-type table)."""
+    if representation == "int":
+        assert bounds is not None
+        if text in (None, ""):
+            return 0
+        try:
+            value = int(text, 16) if text.lower().startswith(("0x", "-0x")) else int(text, 10)
+        except ValueError:
+            raise SpecError(here, f"invalid default {text!r} for {p} field") from None
+        lo, hi = bounds
+        if not lo <= value <= hi:
+            raise SpecError(here, f"default {text!r} is out of range for {p} ({lo}..{hi})")
+        return value
+    if representation == "bool":
+        if text in (None, ""):
+            return False
+        if text not in ("true", "false"):
+            raise SpecError(here, f"invalid default {text!r} for bool field: use 'true' or 'false'")
+        return text == "true"
+    if representation == "float":
+        if text in (None, ""):
+            return 0.0
+        try:
+            value_f = float(text)
+        except ValueError:
+            raise SpecError(here, f"invalid default {text!r} for float64 field") from None
+        if not math.isfinite(value_f):
+            raise SpecError(here, f"default {text!r} for float64 field is not finite")
+        return value_f
+    if representation == "uuid":
+        if text in (None, ""):
+            return bytes(16)
+        try:
+            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        except (binascii.Error, ValueError):
+            raise SpecError(here, f"invalid default {text!r} for uuid field: not base64") from None
+        if len(raw) != 16:
+            raise SpecError(here, f"invalid default {text!r} for uuid field: not 16 bytes")
+        return raw
+    if representation == "string":
+        return text or ""
+    # bytes / records
+    if text not in (None, ""):
+        raise SpecError(here, f"invalid default {text!r} for {p} field: only '' or 'null' allowed")
+    return b""
 
 
 class _StructDefault:

@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from codegen.spec.errors import SpecError
-from codegen.spec.messages import MessageSpec
+from kcodec.codegen.spec.errors import SpecError
+from kcodec.codegen.spec.messages import MessageSpec
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import jinja2
-
-from codegen.merge import MergedMessage
-from codegen.render import module_name, tidy
-from codegen.spec.errors import SpecError
+from kcodec.codegen.merge import MergedMessage
+from kcodec.codegen.spec.errors import SpecError
+from kcodec.codegen.spec.fields import to_snake
 
 #: Kafka's exceptions to the header-version rules (ApiMessageType.requestHeaderVersion/responseHeaderVersion).
 CONTROLLED_SHUTDOWN = 7
@@ -102,9 +100,10 @@ def check_proposals(messages: list[MergedMessage], proposals: dict[str, str]) ->
                 )
 
 
-def render_index(
-    env: jinja2.Environment, messages: list[MergedMessage], sources: list[str], sets: list[dict[str, object]]
-) -> str:
+def index_plan(
+    messages: list[MergedMessage], sources: list[str], sets: list[dict[str, object]]
+) -> dict[str, object]:
+    """What the generated package's ``__init__`` (the index) holds: API rows, message table, spec sets."""
     rows = []
     proposals = proposal_sets(sets)
     check_proposals(messages, proposals)
@@ -129,8 +128,8 @@ def render_index(
             "proposals": {v: proposals[row.owner(v)] for v in vs if row.owner(v) in proposals},
         })
     table = [
-        {"name": m.name, "module": module_name(m.name), "kind": m.kind, "api_key": m.api_key,
+        {"name": m.name, "module": to_snake(m.name), "kind": m.kind, "api_key": m.api_key,
          "lo": m.versions.lowest, "hi": m.versions.highest}
         for m in messages
     ]
-    return tidy(env.get_template("index.py.j2").render(apis=rows, messages=table, sources=sources, sets=sets))
+    return {"apis": rows, "messages": table, "sources": sources, "sets": sets}

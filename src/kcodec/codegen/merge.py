@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from codegen.spec.errors import SpecError
-from codegen.spec.fields import FieldSpec
-from codegen.spec.messages import MessageSpec
-from codegen.spec.structs import StructSpec, attr_name
-from codegen.spec.versions import Versions
+from kcodec.codegen.spec.errors import SpecError
+from kcodec.codegen.spec.fields import FieldSpec
+from kcodec.codegen.spec.messages import MessageSpec
+from kcodec.codegen.spec.structs import StructSpec, attr_name
+from kcodec.codegen.spec.versions import Versions
 
 
 @dataclass(slots=True)

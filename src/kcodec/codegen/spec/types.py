@@ -4,30 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: struct-module format code and byte width of every fixed-width primitive.
-FIXED_WIDTH: dict[str, tuple[str, int]] = {
-    "bool": ("?", 1),
-    "int8": ("b", 1),
-    "int16": ("h", 2),
-    "uint16": ("H", 2),
-    "int32": ("i", 4),
-    "uint32": ("I", 4),
-    "int64": ("q", 8),
-    "float64": ("d", 8),
-    "uuid": ("16s", 16),
-}
-#: primitives with a length prefix.
-VARIABLE = ("string", "bytes", "records")
-PRIMITIVES = frozenset(FIXED_WIDTH) | frozenset(VARIABLE)
-#: integer bounds, used for default validation and by the runtime's range checks.
-INT_BOUNDS: dict[str, tuple[int, int]] = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "uint16": (0, 2**16 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "uint32": (0, 2**32 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-}
+from kcodec.codegen.wire_types import WIRE_TYPES, WireType
+
+#: every primitive type name, from the one table of wire types.
+PRIMITIVES = frozenset(WIRE_TYPES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +44,15 @@ class FieldType:
         return not self.is_array and self.struct_name is not None
 
     @property
+    def wire(self) -> WireType | None:
+        """The wire type of a primitive (not of an array or struct)."""
+        return None if self.primitive is None else WIRE_TYPES[self.primitive]
+
+    @property
     def is_fixed_width(self) -> bool:
-        return self.primitive in FIXED_WIDTH
+        return self.wire is not None and self.wire.fixed_width
 
     @property
     def can_be_nullable(self) -> bool:
         """Kafka allows null for strings, bytes, records, arrays and structs (not ints, bools, uuids)."""
-        return self.is_array or self.struct_name is not None or self.primitive in VARIABLE
+        return self.is_array or self.struct_name is not None or (self.wire is not None and self.wire.nullable)

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from codegen.spec.errors import SpecError
-from codegen.spec.fields import FieldSpec
-from codegen.spec.structs import StructRegistry, StructSpec
-from codegen.spec.versions import Versions
+from kcodec.codegen.spec.errors import SpecError
+from kcodec.codegen.spec.fields import FieldSpec
+from kcodec.codegen.spec.structs import StructRegistry, StructSpec
+from kcodec.codegen.spec.versions import Versions
 
 _MESSAGE_KEYS = frozenset(
     {"apiKey", "type", "name", "validVersions", "deprecatedVersions", "flexibleVersions", "listeners",

@@ -1,4 +1,7 @@
-"""Generate the ``kcodec._generated`` package from a schemas folder (build hook and ``kcodec generate``)."""
+"""Generate the ``kcodec._generated`` package from a schemas folder (build hook and ``kcodec generate``).
+
+specs -> merge (``merge``) -> plan (``planner``) -> print (``render``: Python and construct), in one pass.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +9,15 @@ import argparse
 import json
 import sys
 from collections import defaultdict
+from collections.abc import Collection
 from pathlib import Path
 
-from codegen.merge import MergedMessage, merge_message
-from codegen.registry import render_index
-from codegen.render import environment, module_name, render_message
-from codegen.render_construct import render_construct, render_construct_index
-from codegen.render_typing import TYPING_MODULE, render_typing
-from codegen.spec.loader import load_sets, load_specs
-from codegen.spec.messages import MessageSpec
-
-#: subpackage of the generated package holding the construct definitions (kcodec.construct_backend).
-CONSTRUCT_PACKAGE = "construct_"
+from kcodec.codegen.merge import MergedMessage, merge_message
+from kcodec.codegen.planner import plan_package
+from kcodec.codegen.program import PackagePlan
+from kcodec.codegen.render import render_package
+from kcodec.codegen.spec.loader import load_sets, load_specs
+from kcodec.codegen.spec.messages import MessageSpec
 
 
 def merged_messages(schemas_dir: Path) -> tuple[list[MergedMessage], dict[str, str]]:
@@ -35,28 +35,24 @@ def merged_messages(schemas_dir: Path) -> tuple[list[MergedMessage], dict[str, s
     return [merge_message(by_name[name]) for name in sorted(by_name)], source_dirs
 
 
-def generate_package(schemas_dir: Path, out_dir: Path) -> None:
-    """Write the generated package to ``out_dir`` (deterministic: same input, same bytes)."""
+def package_plan(schemas_dir: Path, compiled: Collection[str] = ()) -> PackagePlan:
+    """Specs -> merge -> plan: everything the back ends print (``compiled``: messages planned for mypyc)."""
     messages, source_dirs = merged_messages(Path(schemas_dir))
-    env = environment()
-    out_dir = Path(out_dir)
-    wanted: dict[str, str] = {}
-    constructs: dict[str, str] = {}  # the construct backend, in the construct_ subpackage
-    for merged in messages:
-        files = {s.source: f"{source_dirs[s.source]}/{merged.name}.json" for s in merged.specs}
-        wanted[f"{module_name(merged.name)}.py"] = render_message(env, merged, files)
-        constructs[f"{module_name(merged.name)}.py"] = render_construct(env, merged, files)
-    wanted["__init__.py"] = render_index(env, messages, sorted(source_dirs.values()), _sets_json(schemas_dir))
-    wanted[f"{TYPING_MODULE}.py"] = render_typing(env, messages, sorted(source_dirs.values()))
-    constructs["__init__.py"] = render_construct_index(env, sorted(source_dirs.values()))
-    _write(out_dir, wanted)
-    _write(out_dir / CONSTRUCT_PACKAGE, constructs)
+    return plan_package(messages, source_dirs, _sets_json(Path(schemas_dir)), compiled)
+
+
+def generate_package(schemas_dir: Path, out_dir: Path, compiled: Collection[str] = ()) -> PackagePlan:
+    """Write the generated package to ``out_dir`` (deterministic: same input, same bytes); return its plan."""
+    plan = package_plan(schemas_dir, compiled)
+    for sub, files in render_package(plan).items():
+        _write(Path(out_dir) / sub if sub else Path(out_dir), files)
+    return plan
 
 
 def _write(out_dir: Path, wanted: dict[str, str]) -> None:
     """Make ``out_dir``'s modules exactly ``wanted``: drop stale ones, rewrite only changed ones."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    for path in out_dir.glob("*.py"):
+    for path in [*out_dir.glob("*.py"), *out_dir.glob("*.pyi")]:
         if path.name not in wanted:
             path.unlink()
     for name, text in wanted.items():

@@ -1,0 +1,163 @@
+"""The optional compiled build: which modules mypyc compiles, and the compile itself (build time only).
+
+``KCODEC_COMPILE`` chooses, at install time:
+
+- unset, ``""``, ``0``, ``false``, ``no``: the pure-Python build (the default);
+- ``1``, ``true``, ``yes``, ``hot``: the hot APIs (``HOT_APIS``) and the request/response headers;
+- ``all``: every message (slow: about 220k generated lines);
+- a comma-separated list of API names (``Fetch,Metadata``) or message names (``FetchRequest``): those,
+  with the headers.
+
+Always compiled along with them: ``RUNTIME_MODULES`` (the model base classes). Every compiled module
+keeps its source next to it, and the pure build is the fallback: a failed compile leaves a working
+pure package.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV = "KCODEC_COMPILE"
+#: the APIs the benchmarks measure and clients use most
+HOT_APIS = ("Metadata", "Fetch", "Produce", "ApiVersions", "ListOffsets")
+HEADERS = ("RequestHeader", "ResponseHeader")
+#: runtime modules compiled with the codecs: the base classes (the native classes extend them). Not
+#: kcodec.codec: mypyc checks typed arguments at the call (a str given as a message would raise a
+#: builtin TypeError before kcodec's own WrongTypeError, True would pass as version 1). Not
+#: kcodec._wire: mypyc's own texts for failed tuple unpacking would change the error messages of
+#: malformed unknown tagged fields. Both stay interpreted and behave the same in both builds; neither
+#: is on the hot paths (the generated code inlines them).
+RUNTIME_MODULES = ("kcodec.model",)
+_OFF = ("", "0", "false", "no", "off")
+#: mypy settings for the compile (the project's own config points at the source tree)
+MYPY_CONFIG = """[mypy]
+strict = True
+python_version = 3.11
+follow_imports = silent
+ignore_missing_imports = True
+[mypy-kcodec._generated.*]
+warn_unreachable = False
+"""
+_HOT = ("1", "true", "yes", "on", "hot")
+
+
+class SelectionError(ValueError):
+    """``KCODEC_COMPILE`` names something that is neither an API nor a message."""
+
+
+def selection(value: str | None, apis: dict[str, tuple[str, str]], messages: Iterable[str]) -> set[str]:
+    """The message names to compile for a ``KCODEC_COMPILE`` value (empty: the pure build).
+
+    ``apis`` maps API names (``Fetch``) to their (request, response) message names.
+    """
+    text = (value or "").strip()
+    if text.lower() in _OFF:
+        return set()
+    known = set(messages)
+    if text.lower() == "all":
+        return known
+    names = HOT_APIS if text.lower() in _HOT else tuple(n.strip() for n in text.split(",") if n.strip())
+    out = {h for h in HEADERS if h in known}
+    unknown = []
+    for name in names:
+        if name in apis:
+            out.update(apis[name])
+        elif name in known:
+            out.add(name)
+        else:
+            unknown.append(name)
+    if unknown:
+        raise SelectionError(
+            f"{ENV}={value!r}: {', '.join(unknown)} is not an API or message name "
+            f"(use 1 for the hot APIs {', '.join(HOT_APIS)}, 'all', or names such as Fetch,Metadata)"
+        )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class CompileResult:
+    modules: tuple[str, ...]  # dotted names compiled
+    files: tuple[Path, ...]  # the extension files written, relative to the package root's parent
+    seconds: float
+
+
+def compile_modules(root: Path, modules: list[str], build_dir: Path, jobs: int = 2) -> CompileResult:
+    """Compile ``modules`` (dotted names under ``root``, the folder holding the ``kcodec`` package) with
+    mypyc in place: each extension lands next to its source. Raises on any compile error."""
+    from mypyc.build import mypycify  # build-time dependencies, imported only for a compiled build
+    from setuptools import Distribution
+
+    start = time.monotonic()
+    paths = [str(Path(*m.split(".")).with_suffix(".py")) for m in modules]
+    config = build_dir / "mypyc.ini"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    config.write_text(MYPY_CONFIG, encoding="utf-8")
+    cwd = Path.cwd()
+    os.chdir(root)
+    try:
+        extensions = mypycify(
+            ["--config-file", str(config), *paths],
+            opt_level="3",
+            debug_level="0",
+            multi_file=True,
+            target_dir=str(build_dir / "c"),
+            group_name="kcodec",
+        )
+        dist = Distribution({"ext_modules": extensions, "script_name": "setup.py"})
+        cmd = dist.get_command_obj("build_ext")
+        cmd.inplace = True
+        cmd.build_temp = str(build_dir / "temp")
+        cmd.parallel = jobs
+        _parallel_objects(jobs)
+        cmd.ensure_finalized()
+        cmd.run()
+        files = tuple(Path(cmd.get_ext_fullpath(ext.name)).resolve().relative_to(root) for ext in extensions)
+    finally:
+        os.chdir(cwd)
+    return CompileResult(tuple(modules), files, time.monotonic() - start)
+
+
+def _parallel_objects(jobs: int) -> None:
+    """Compile the C files of one extension on ``jobs`` cores (distutils compiles them one by one)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from setuptools._distutils import ccompiler
+
+    base = ccompiler.CCompiler
+    if getattr(base, "_kcodec_parallel", False):
+        return
+    original = base.compile
+
+    def compile(self, sources, output_dir=None, macros=None, include_dirs=None, debug=0,  # type: ignore[no-untyped-def]
+                extra_preargs=None, extra_postargs=None, depends=None):
+        if len(sources) < 2:
+            return original(self, sources, output_dir, macros, include_dirs, debug, extra_preargs,
+                            extra_postargs, depends)
+        with ThreadPoolExecutor(jobs) as pool:
+            parts = pool.map(
+                lambda src: original(self, [src], output_dir, macros, include_dirs, debug, extra_preargs,
+                                     extra_postargs, depends),
+                sources,
+            )
+            return [obj for objs in parts for obj in objs]
+
+    base.compile = compile
+    base._kcodec_parallel = True
+
+
+def remove_extensions(root: Path) -> None:
+    """Drop compiled extensions from a package tree (so a pure build there stays pure)."""
+    for pattern in ("kcodec/**/*.so", "kcodec/**/*.pyd", "*__mypyc*.so", "*__mypyc*.pyd"):
+        for path in root.glob(pattern):
+            path.unlink()
+    shutil.rmtree(root / "build" / "kcodec-mypyc", ignore_errors=True)
+
+
+def log(message: str) -> None:
+    print(f"kcodec build: {message}", file=sys.stderr, flush=True)

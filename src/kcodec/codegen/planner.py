@@ -1,0 +1,297 @@
+"""Specs -> one emitter-ready plan of the whole generated package (``kcodec.codegen.program``).
+
+For each merged message: the per-version layouts, de-duplicated into functions with stable ids
+(``<Struct>_v<first version>``), each function's read/write/skip operations (``plan_ops``), the classes
+with their field docs, the constant pool, the runtime field descriptions and the construct definitions.
+The package plan adds the API registry (``kcodec.codegen.registry``). Planning has no side effects; the
+back ends print the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from kcodec.codegen.constants import ConstantPool
+from kcodec.codegen.layout import FieldPlan, StructPlan, ValuePlan, default_source, layout_message
+from kcodec.codegen.merge import MergedMessage, MergedStruct
+from kcodec.codegen.plan_construct import ConstructPlanner
+from kcodec.codegen.plan_ops import OpBuilder
+from kcodec.codegen.program import ClassField, ClassPlan, FunctionPlan, ModulePlan, PackagePlan, Target
+from kcodec.codegen.registry import index_plan
+from kcodec.codegen.spec.fields import FieldSpec, to_snake
+from kcodec.codegen.spec.messages import MessageSpec
+from kcodec.codegen.spec.structs import StructSpec
+from kcodec.codegen.spec.versions import Versions
+from kcodec.codegen.strategy import has_records, read_strategy, reads_records, write_strategy
+from kcodec.codegen.wire_types import WIRE_TYPES
+
+
+def module_name(message: str) -> str:
+    return to_snake(message)
+
+
+def vrange(v: Versions) -> str:
+    return "None" if v.empty else f"({v.lowest}, {v.highest})"
+
+
+def version_ranges(versions: list[int]) -> str:
+    """``[1, 2, 3, 5]`` -> ``"1-3, 5"``."""
+    out: list[str] = []
+    start = prev = versions[0]
+    for v in [*versions[1:], -1]:
+        if v == prev + 1:
+            prev = v
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = v
+    return ", ".join(out)
+
+
+def struct_layouts(root: StructPlan) -> list[StructPlan]:
+    """Every struct layout reachable from ``root``, children first."""
+    out: list[StructPlan] = []
+
+    def visit_value(v: ValuePlan) -> None:
+        if v.struct is not None:
+            visit(v.struct)
+        if v.element is not None:
+            visit_value(v.element)
+
+    def visit(p: StructPlan) -> None:
+        for step in p.steps:
+            if isinstance(step, FieldPlan):
+                visit_value(step.value)
+        for t in p.tagged:
+            visit_value(t.value)
+        out.append(p)
+
+    visit(root)
+    return out
+
+
+def plan_package(
+    messages: list[MergedMessage], source_dirs: dict[str, str], sets: list[dict[str, object]],
+    compiled: Collection[str] = (),
+) -> PackagePlan:
+    """The plan of the whole package; messages named in ``compiled`` are planned for mypyc."""
+    modules = []
+    stubs = []
+    for merged in messages:
+        files = {s.source: f"{source_dirs[s.source]}/{merged.name}.json" for s in merged.specs}
+        modules.append(plan_module(merged, files, merged.name in compiled))
+        if merged.name in compiled:
+            stubs.append(plan_module(merged, files))
+    index = index_plan(messages, sorted(source_dirs.values()), sets)
+    index["compiled"] = [m.name for m in modules if m.target.compiled]
+    return PackagePlan(tuple(modules), index, tuple(stubs))
+
+
+def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: bool = False) -> ModulePlan:
+    layouts = {v: layout_message(merged, v).root for v in merged.versions}
+    ids: dict[StructPlan, str] = {}
+    served: dict[StructPlan, list[int]] = {}
+    for v, root in layouts.items():
+        for sp in struct_layouts(root):
+            if sp not in ids:
+                ids[sp] = f"{sp.class_name}_v{v}"
+                served[sp] = []
+            if v not in served[sp]:
+                served[sp].append(v)
+    roots = set(layouts.values())
+    records = any(has_records(root) for root in roots)
+    target = Target(compiled=compiled, bytes_buffer=compiled and not records)
+    pool = ConstantPool()
+    functions = tuple(
+        _plan_function(sp, ids, version_ranges(served[sp]), sp in roots, pool, merged.name, target)
+        for sp in ids
+    )
+    construct = ConstructPlanner(ids)
+    structs = tuple(construct.struct(sp, version_ranges(served[sp])) for sp in ids)
+    construct_imports, backend_imports = construct.imports()
+    owners = tuple((v, merged.owner(v).source) for v in merged.versions)
+    owner_ranges = []
+    for spec in reversed(merged.specs):
+        vs = [v for v, s in owners if s == spec.source]
+        if vs:
+            owner_ranges.append(f"v{vs[0]}-{vs[-1]} from {spec.source}")
+    return ModulePlan(
+        name=merged.name,
+        module=module_name(merged.name),
+        kind=merged.kind,
+        api_key=merged.api_key,
+        versions=str(merged.versions),
+        lowest=merged.versions.lowest,
+        highest=merged.versions.highest,
+        target=target,
+        sources=tuple(source_files[s.source] for s in reversed(merged.specs)),
+        owner_ranges=tuple(owner_ranges),
+        classes=_plan_classes(merged, target),
+        functions=functions,
+        roots=tuple((v, ids[root]) for v, root in layouts.items()),
+        formats=tuple((name, fmt) for fmt, name in pool.formats.items()),
+        value_tables=tuple((name, pattern) for pattern, name in pool.tables.items()),
+        run_fields=tuple((name, text) for text, name in pool.runs.items()),
+        shapes=tuple((r, w, pattern) for pattern, (r, w) in pool.shapes.items()),
+        owners=owners,
+        flexible=tuple((s.source, vrange(s.flexible_versions)) for s in reversed(merged.specs)),
+        source_files=tuple((s.source, source_files[s.source]) for s in reversed(merged.specs)),
+        construct=structs,
+        construct_imports=construct_imports,
+        backend_imports=backend_imports,
+    )
+
+
+def _strategy_note(sp: StructPlan, is_root: bool) -> str:
+    if is_root:
+        return "message body"
+    return f"in arrays: read {read_strategy(sp)}, written {write_strategy(sp)}"
+
+
+def _plan_function(
+    sp: StructPlan,
+    ids: dict[StructPlan, str],
+    versions: str,
+    is_root: bool,
+    pool: ConstantPool,
+    message: str,
+    target: Target,
+) -> FunctionPlan:
+    decode = OpBuilder(pool, ids, message, target.bytes_buffer)
+    read = decode.read_steps(sp, "obj")
+    read_tagged = decode.read_tagged(sp, "obj") if sp.flexible else None
+    lazy = OpBuilder(pool, ids, message, target.bytes_buffer)
+    read_lazy = lazy.read_steps(sp, "obj", lazy=True) if is_root else ()
+    skip = () if is_root else OpBuilder(pool, ids, message).skip_steps(sp)
+    encode = OpBuilder(pool, ids, message)
+    return FunctionPlan(
+        id=ids[sp],
+        cls=sp.class_name,
+        versions=versions,
+        strategy=_strategy_note(sp, is_root),
+        layout=sp,
+        flexible=sp.flexible,
+        is_root=is_root,
+        records_view=reads_records(sp),
+        read=read,
+        read_lazy=read_lazy,
+        read_defaults=tuple((a.attr, a.default) for a in sp.absent),
+        read_tagged=read_tagged,
+        skip=skip,
+        write_absent=encode.absent_checks(sp, "obj"),
+        write=encode.write_steps(sp, "obj"),
+        write_tagged=encode.write_tagged(sp) if sp.flexible else None,
+    )
+
+
+# --- classes ------------------------------------------------------------------------------------------
+
+
+def _annotation(f: FieldSpec, struct: MergedStruct | None, nullable: bool) -> str:
+    t = f.type
+    if t.is_array:
+        assert t.element is not None
+        inner = struct.name if struct is not None else WIRE_TYPES[t.element.primitive or ""].py_type
+        base = f"list[{inner}]"
+    elif struct is not None:
+        base = struct.name
+    else:
+        base = WIRE_TYPES[t.primitive or ""].py_type
+    return f"{base} | None" if nullable else base
+
+
+def specs_by_set(merged: MergedMessage) -> dict[str, dict[str, tuple[FieldSpec, ...]]]:
+    """For every class, the fields each spec set defines for it (walking each set's spec tree)."""
+    out: dict[str, dict[str, tuple[FieldSpec, ...]]] = {name: {} for name in merged.classes}
+
+    def walk(spec: MessageSpec, struct: StructSpec, ms: MergedStruct) -> None:
+        out[ms.name].setdefault(spec.source, struct.fields)
+        for f in struct.fields:
+            if f.type.struct_name is None:
+                continue
+            mf = ms.get(f.name)
+            assert mf is not None and mf.struct is not None
+            walk(spec, spec.struct_of(f), mf.struct)
+
+    for spec in reversed(merged.specs):  # oldest first, as sets.json lists them
+        walk(spec, spec.root, merged.root)
+    return out
+
+
+def _field_info(f: FieldSpec, merged_struct: MergedStruct, cls: MergedStruct | None) -> str:
+    """Source of the runtime ``FieldInfo`` of one field as one spec set defines it."""
+    type_text = f.type.text
+    if cls is not None and f.type.struct_name is not None:
+        type_text = ("[]" if f.type.is_array else "") + cls.name
+    default = f.default_value()
+    if f.type.is_array:
+        default_src = "None" if default is None else "()"
+    elif f.type.is_struct:
+        default_src = "None" if default is None else "STRUCT_DEFAULT"
+    elif f.type.primitive == "uuid":
+        default_src = "_ZERO_UUID" if default == bytes(16) else f"_Uuid(bytes.fromhex({default.hex()!r}))"
+    else:
+        default_src = repr(default)
+    parts = [repr(f.name), repr(next(m.attr for m in merged_struct.fields if m.spec.name == f.name)),
+             repr(type_text), vrange(f.versions)]
+    if not f.nullable_versions.empty:
+        parts.append(f"nullable={vrange(f.nullable_versions)}")
+    if f.tag is not None:
+        parts.append(f"tagged={vrange(f.tagged_versions)}, tag={f.tag}")
+    if f.flexible_versions is not None:
+        parts.append(f"flexible={vrange(f.flexible_versions)}")
+    if f.ignorable:
+        parts.append("ignorable=True")
+    if f.map_key:
+        parts.append("map_key=True")
+    if f.entity_type:
+        parts.append(f"entity_type={f.entity_type!r}")
+    parts.append(f"default={default_src}")
+    if f.default_text is not None:
+        parts.append(f"default_text={f.default_text!r}")
+    return f"FieldInfo({', '.join(parts)})"
+
+
+def _field_doc(attr: str, f: FieldSpec, default: str) -> str:
+    """One docstring line from the spec facts: type, versions, default, nullable, tagged."""
+    parts = [f"{attr}: {f.type.text}, versions {f.versions}", f"default {default}"]
+    if not f.nullable_versions.empty:
+        parts.append(f"nullable {f.nullable_versions}")
+    if f.tag is not None:
+        parts.append(f"tagged {f.tagged_versions} (tag {f.tag})")
+    if f.ignorable:
+        parts.append("ignorable")
+    return "; ".join(parts)
+
+
+def _plan_classes(merged: MergedMessage, target: Target) -> tuple[ClassPlan, ...]:
+    fields_by_set = specs_by_set(merged)
+    classes = []
+    for name, ms in merged.classes.items():
+        nullable = {
+            f.name for fspecs in fields_by_set[name].values() for f in fspecs
+            if not f.nullable_versions.empty or f.default_text == "null"
+        }
+        fields = []
+        for mf in ms.fields:
+            default = default_source(mf)
+            mutable = default == "[]" or default.endswith("()")
+            annotation = _annotation(mf.spec, mf.struct, mf.spec.name in nullable)
+            fields.append(ClassField(
+                attr=mf.attr,
+                annotation=annotation,
+                default=default,
+                param_default="MISSING" if mutable else default,
+                doc=_field_doc(mf.attr, mf.spec, default),
+            ))
+        infos = tuple(
+            (set_name, tuple(_field_info(f, ms, (ms.get(f.name) or ms.fields[0]).struct) for f in fspecs))
+            for set_name, fspecs in fields_by_set[name].items()
+        )
+        is_root = name == merged.name
+        doc = f"{merged.name} message." if is_root else f"Struct {name} of {merged.name}."
+        classes.append(ClassPlan(name, is_root, doc, tuple(fields), infos))
+    classes.reverse()  # children before parents reads better; the root class comes last
+    return tuple(classes)
+
+
+__all__ = ["module_name", "plan_module", "plan_package", "struct_layouts", "version_ranges", "vrange"]

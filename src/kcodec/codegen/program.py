@@ -1,0 +1,359 @@
+"""The emitter-ready plan: what the back ends print, with every decision already taken.
+
+``kcodec.codegen.planner`` builds it from the merged specs and their per-version layouts; the Python
+templates and the construct back end only print it. Nothing here is computed at print time: function
+ids, the strategy of every array and struct, constant names, local variable names and the checks a
+value needs are all fields.
+
+Operations come in three families, one per generated function kind: ``Read*`` (decoders), ``Write*``
+(encoders) and ``Skip*`` (the walkers of lazy decoding). Each value occurrence is one op whose ``kind``
+the templates switch on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kcodec.codegen.layout import StructPlan
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What the generated module is for: the interpreter, or compilation with mypyc.
+
+    ``compiled`` modules declare native classes (no ``__slots__``, attributes typed ``Any`` so that
+    assigning any value behaves as in the pure build), build objects by calling their class, and
+    read lengths and counts with integer arithmetic on a ``bytes`` buffer when ``bytes_buffer``
+    (messages without records fields: records are zero-copy slices of the caller's own buffer).
+    """
+
+    compiled: bool = False
+    bytes_buffer: bool = False
+
+    @property
+    def name(self) -> str:
+        return "compiled" if self.compiled else "interpreted"
+
+
+INTERPRETED = Target()
+
+
+# --- lengths ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Length:
+    """A length or count prefix: compact (unsigned varint of n + 1) or int16/int32."""
+
+    var: str  # the local holding it
+    compact: bool
+    width: int  # 2 or 4 for a non-compact prefix
+    three_byte: bool = False  # read compact lengths of 16 KiB - 2 MiB in place (bytes/records)
+    limit: int | None = None  # the most a written length may be (None: no check)
+
+
+# --- reading ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRun:
+    """Adjacent fixed-width fields read with one struct call."""
+
+    track: str | None  # run-description constant recorded in _field for error paths (None: untracked)
+    targets: tuple[str, ...]
+    fmt: str  # struct constant
+    size: int
+    uuid_targets: tuple[str, ...]  # targets holding uuids (raw 16 bytes turned into Uuid)
+    arith: tuple[str, ...] = ()  # bytes-only compiled reads: each field by integer arithmetic instead
+    kind: str = "run"
+
+
+@dataclass(frozen=True, slots=True)
+class ReadValue:
+    """One value read into ``target``: a field, a tagged field or an array element."""
+
+    kind: str  # fixed | uuid | string | bytes | records | struct | array
+    target: str
+    seg: str  # the error-path segment of the field
+    track: bool  # record the field in _field before reading (False inside elements read in place)
+    nullable: bool = False
+    fmt: str = ""  # fixed/uuid: struct constant
+    size: int = 0
+    arith: str = ""  # fixed, bytes-only compiled reads: the value by integer arithmetic instead
+    length: Length | None = None
+    end: str = ""  # string/bytes/records: local holding the end offset
+    check_string_limit: bool = False  # compact strings: refuse lengths above 32767
+    fn: str = ""  # struct: decoder function
+    array: ReadArray | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadArray:
+    """How an array's elements are read (its length already read into ``length.var``)."""
+
+    strategy: str  # values | uuids | lazy | shaped | same_width | inline | call | generic
+    seg: str  # "attr[]": the error-path segment of an element
+    items: str  # local: the list being built
+    item: str  # local: the element being built
+    elem_size: int = 0  # fixed-width values, same-width structs
+    min_size: int = 0  # the fewest bytes an element takes
+    table: str = ""  # values: struct constants for 0..31 values
+    value_fmt: str = ""  # values: the struct format code of one value
+    cls: str = ""  # struct elements: class name
+    fn: str = ""  # struct elements: decoder (call, and the exact-error fallback of in-place reads)
+    start: str = ""  # local: where the element read in place starts
+    body: tuple[ReadRun | ReadValue, ...] = ()  # inline/shaped: the element's fields read in place
+    defaults: tuple[tuple[str, str], ...] = ()  # (target, default source) set on elements read in place
+    tagged: ReadTagged | None = None  # inline/shaped: the element's tagged section
+    same_width: SameWidth | None = None
+    shape: ShapeRead | None = None
+    skip: SkipStructArray | None = None  # lazy: how the elements are walked
+    element: ReadValue | None = None  # generic: one element read into ``item``
+    message: str = ""  # lazy: the message name (LazyArray error paths)
+
+
+@dataclass(frozen=True, slots=True)
+class SameWidth:
+    """Elements of one width (fixed-width fields, empty tagged section): one iter_unpack for all."""
+
+    fmt: str  # struct constant of one element (with the tagged-field count byte if flexible)
+    size: int
+    values: tuple[str, ...]  # locals unpacked per element
+    stores: tuple[tuple[str, str], ...]  # (target, source) per field and default
+    append: str  # local: the list's bound append
+    ctor: str = ""  # compiled target: keyword arguments building the element in one constructor call
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeRead:
+    """Elements read with one unpack_from by the struct of the previous element's shape."""
+
+    readers: str  # module dict: shape -> reader tuple
+    pattern: str  # struct format with one %d per array
+    widths: str  # source of the step widths tuple
+    shape: str  # local: the cached reader tuple
+    unpack: str  # local: its unpack_from
+    size: str  # local: its size
+    starts: tuple[str, ...]  # locals: where each step after the first starts in the tuple
+    counts: tuple[str, ...]  # locals: the count byte each array must have
+    values: str  # local: the unpacked tuple
+    checks: str  # condition: every count byte and the tagged-field byte match
+    stores: tuple[tuple[str, str], ...]  # (target, source expression) per field
+    lengths: str  # source of the key tuple: the arrays' lengths of the element just read
+    ctor: str = ""  # compiled target: keyword arguments building the element in one constructor call
+
+
+@dataclass(frozen=True, slots=True)
+class ReadTagged:
+    """A tagged-field section read into ``obj`` (known tags into attributes, others kept raw)."""
+
+    obj: str
+    track: bool
+    count: str  # locals: number of fields, tag, size, end, start, previous tag, unknown list
+    tag: str
+    size: str
+    end: str
+    start: str
+    prev: str
+    unknown: str
+    defaults: tuple[tuple[str, str], ...]  # (target, default) of the known tagged fields
+    known: tuple[tuple[int, str, ReadValue], ...]  # (tag, attr, value)
+
+
+# --- skipping ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SkipStructArray:
+    """Walk ``count`` struct elements: one bounds check when they all have one width, else per element."""
+
+    count: str
+    fn: str  # the element's skip function
+    same_width: int = 0  # element size when every element has one width (0: walk each)
+    flexible: bool = False  # same width: check every element's tagged-field byte is 0
+
+
+@dataclass(frozen=True, slots=True)
+class SkipValue:
+    kind: str  # run | fixed | string | bytes | records | struct | array
+    seg: str
+    track: str | None = None  # for runs: the run constant; for fields: the segment source
+    size: int = 0
+    nullable: bool = False
+    length: Length | None = None
+    end: str = ""
+    check_string_limit: bool = False
+    fn: str = ""  # struct: skip function
+    elem_size: int = 0  # array of fixed-width values
+    min_size: int = 0
+    structs: SkipStructArray | None = None
+    element: SkipValue | None = None  # array of variable-length values
+
+
+# --- writing ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WriteRun:
+    track: str | None
+    sources: tuple[str, ...]
+    fmt: str
+    uuid_sources: tuple[str, ...]
+    out: str = "out"
+    kind: str = "run"
+
+
+@dataclass(frozen=True, slots=True)
+class WriteValue:
+    kind: str  # fixed | uuid | string | bytes | records | struct | array
+    source: str  # the expression holding the value
+    seg: str
+    track: bool
+    out: str  # the output buffer local
+    nullable: bool = False
+    fmt: str = ""
+    value: str = ""  # local holding the value
+    data: str = ""  # string/bytes/records: local holding the bytes written
+    length: Length | None = None
+    fn: str = ""  # struct: encoder
+    array: WriteArray | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WriteArray:
+    strategy: str  # values | same_width | shaped | inline | call | generic
+    seg: str
+    item: str
+    index: str = ""  # local: the index of the element written in place
+    table: str = ""  # values: struct constants for the count and 0..31 values
+    value_fmt: str = ""
+    packed: str = ""  # values: local holding 32+ values packed
+    count_source: str = ""  # values: the count as written (compact: n + 1)
+    fn: str = ""  # struct elements: encoder
+    same_width_fmt: str = ""
+    same_width_values: tuple[str, ...] = ()
+    absent: tuple[AbsentCheck, ...] = ()  # elements written in place: fields they may not carry
+    body: tuple[WriteRun | WriteValue, ...] = ()  # inline: the element's fields written in place
+    flexible: bool = False  # inline/shaped element: its tagged-field section
+    shape: ShapeWrite | None = None
+    element: WriteValue | None = None  # generic
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeWrite:
+    writers: str  # module dict: shape -> struct
+    pattern: str
+    key: str  # local: the shape (array lengths)
+    packer: str  # local: the struct
+    arrays: tuple[tuple[str, str], ...]  # (local, source) of each array
+    key_source: str  # source of the shape tuple
+    values: str  # the pack arguments
+
+
+@dataclass(frozen=True, slots=True)
+class AbsentCheck:
+    """A field the version does not have: encoding refuses a non-default value (Kafka's rule)."""
+
+    seg: str
+    condition: str  # true when the value is not the default
+    json_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class WriteTagged:
+    known: tuple[tuple[int, str, str, WriteValue], ...]  # (tag, attr, non-default condition, value)
+    known_tags: str  # source of the tuple of tags the version defines
+
+
+# --- functions, classes, modules ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionPlan:
+    """The decoder, encoder and skip (or lazy) functions of one de-duplicated struct layout."""
+
+    id: str  # stable: <Struct>_v<first version it serves>
+    cls: str
+    versions: str  # e.g. "9-11, 13"
+    strategy: str  # how arrays of this struct are read, for the comment heading each function
+    layout: StructPlan
+    flexible: bool
+    is_root: bool
+    records_view: bool  # the decoder slices records from a memoryview of the buffer
+    read: tuple[ReadRun | ReadValue, ...]
+    read_lazy: tuple[ReadRun | ReadValue, ...]  # roots: arrays of structs left as LazyArray
+    read_defaults: tuple[tuple[str, str], ...]  # (attr, default) of absent fields
+    read_tagged: ReadTagged | None
+    skip: tuple[SkipValue, ...]
+    write_absent: tuple[AbsentCheck, ...]
+    write: tuple[WriteRun | WriteValue, ...]
+    write_tagged: WriteTagged | None
+
+
+@dataclass(frozen=True, slots=True)
+class ClassField:
+    attr: str
+    annotation: str
+    default: str  # source of the default value
+    param_default: str  # MISSING for mutable defaults
+    doc: str  # one line for the class docstring
+
+
+@dataclass(frozen=True, slots=True)
+class ClassPlan:
+    name: str
+    is_root: bool
+    doc: str
+    fields: tuple[ClassField, ...]
+    infos: tuple[tuple[str, tuple[str, ...]], ...]  # spec set -> FieldInfo sources
+
+
+@dataclass(frozen=True, slots=True)
+class ConstructStruct:
+    """One struct layout as a construct definition (same ids as the Python functions)."""
+
+    name: str
+    cls: str
+    versions: str
+    plural: bool
+    flexible: bool
+    members: tuple[tuple[str, str], ...]  # (attr, construct expression)
+    tagged: tuple[tuple[int, str, str, str], ...]  # (tag, attr, construct expression, default)
+
+
+@dataclass(frozen=True, slots=True)
+class ModulePlan:
+    """Everything one message's generated modules hold (the codec module and the construct module)."""
+
+    name: str
+    module: str
+    kind: str
+    api_key: int | None
+    versions: str
+    lowest: int
+    highest: int
+    target: Target
+    sources: tuple[str, ...]
+    owner_ranges: tuple[str, ...]
+    classes: tuple[ClassPlan, ...]  # children first, the message class last
+    functions: tuple[FunctionPlan, ...]  # children first
+    roots: tuple[tuple[int, str], ...]  # version -> root function id
+    formats: tuple[tuple[str, str], ...]  # (constant, struct format)
+    value_tables: tuple[tuple[str, str], ...]  # (constant, struct format with %d)
+    run_fields: tuple[tuple[str, str], ...]  # (constant, source of the run description)
+    shapes: tuple[tuple[str, str, str], ...]  # (readers, writers, pattern)
+    owners: tuple[tuple[int, str], ...]
+    flexible: tuple[tuple[str, str], ...]  # spec set -> flexible range source
+    source_files: tuple[tuple[str, str], ...]
+    construct: tuple[ConstructStruct, ...]
+    construct_imports: tuple[str, ...]
+    backend_imports: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PackagePlan:
+    modules: tuple[ModulePlan, ...]
+    index: dict[str, object] = field(default_factory=dict)  # the registry's rows for index.py.j2
+    #: the interpreted plans of the compiled modules, printed as their type stubs (``.pyi``): type
+    #: checkers see the precise attribute types and struct aliases the native classes cannot declare
+    stubs: tuple[ModulePlan, ...] = ()

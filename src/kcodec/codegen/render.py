@@ -1,0 +1,72 @@
+"""Print a package plan with jinja2: one Python codec module and one construct module per message,
+the package index and the runtime's copy of the wire-type table. Printing decides nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+
+from kcodec.codegen.program import ModulePlan, PackagePlan
+from kcodec.codegen.wire_types import runtime_copy
+
+TEMPLATES = Path(__file__).parent / "templates" / "python"
+
+#: subpackage of the generated package holding the construct definitions (kcodec.construct_backend).
+CONSTRUCT_PACKAGE = "construct_"
+#: module of the generated package with the typed overloads of the by-name API (kcodec.messages)
+TYPING_MODULE = "typing_api"
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters["py"] = repr
+    env.globals["zip"] = zip
+    return env
+
+
+def tidy(source: str) -> str:
+    """Strip trailing blanks and collapse runs of blank lines left by template whitespace."""
+    out: list[str] = []
+    blanks = 0
+    for line in (line.rstrip() for line in source.splitlines()):
+        blanks = blanks + 1 if not line else 0
+        if blanks <= 2:
+            out.append(line)
+    return "\n".join(out).strip("\n") + "\n"
+
+
+def render_module(env: jinja2.Environment, module: ModulePlan) -> str:
+    """The Python codec module of one message."""
+    return tidy(env.get_template("module.py.j2").render(module=module))
+
+
+def render_construct(env: jinja2.Environment, module: ModulePlan) -> str:
+    """The construct module of one message."""
+    return tidy(env.get_template("construct.py.j2").render(module=module))
+
+
+def render_package(plan: PackagePlan) -> dict[str, dict[str, str]]:
+    """Every file of the generated package: ``{subfolder: {file name: source}}`` ("" is the package)."""
+    env = environment()
+    package: dict[str, str] = {}
+    constructs: dict[str, str] = {}
+    for module in plan.modules:
+        package[f"{module.module}.py"] = render_module(env, module)
+        constructs[f"{module.module}.py"] = render_construct(env, module)
+    for stub in plan.stubs:  # compiled modules: the interpreted module, for type checkers
+        package[f"{stub.module}.pyi"] = render_module(env, stub)
+    package["__init__.py"] = tidy(env.get_template("index.py.j2").render(**plan.index))
+    package["wire_types.py"] = runtime_copy()
+    typing_rows = sorted(plan.index["messages"], key=lambda m: m["name"])  # type: ignore[call-overload]
+    package[f"{TYPING_MODULE}.py"] = tidy(
+        env.get_template("typing_api.py.j2").render(messages=typing_rows, sources=plan.index["sources"])
+    )
+    construct_index = env.get_template("construct_index.py.j2")
+    constructs["__init__.py"] = tidy(construct_index.render(sources=plan.index["sources"]))
+    return {"": package, CONSTRUCT_PACKAGE: constructs}

@@ -1,0 +1,220 @@
+"""The plan layer: the decisions the planner takes (strategies, ids, constant and local names) and the
+one table of wire types, checked on the project's own specs without printing anything."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+from kcodec.codegen.constants import ConstantPool, format_name
+from kcodec.codegen.generate import merged_messages
+from kcodec.codegen.layout import layout_message
+from kcodec.codegen.merge import MergedMessage
+from kcodec.codegen.plan_ops import RESERVED
+from kcodec.codegen.planner import plan_module, struct_layouts, version_ranges
+from kcodec.codegen.program import FunctionPlan, ModulePlan, ReadArray, ReadValue, WriteValue
+from kcodec.codegen.spec.types import PRIMITIVES
+from kcodec.codegen.strategy import read_strategy, same_width, shape, write_strategy
+from kcodec.codegen.wire_types import INT_BOUNDS, WIRE_TYPES, runtime_copy
+
+
+@cache
+def merged() -> dict[str, MergedMessage]:
+    messages, _ = merged_messages(ROOT / "schemas")
+    return {m.name: m for m in messages}
+
+
+@cache
+def module(name: str, compiled: bool = False) -> ModulePlan:
+    m = merged()[name]
+    return plan_module(m, {s.source: f"{s.source}/{name}.json" for s in m.specs}, compiled)
+
+
+def function(name: str, version: int, cls: str) -> FunctionPlan:
+    plan = module(name)
+    root = dict(plan.roots)[version]
+    layouts = struct_layouts(next(f.layout for f in plan.functions if f.id == root))
+    want = next(sp for sp in layouts if sp.class_name == cls)
+    return next(f for f in plan.functions if f.layout == want)
+
+
+def element_layout(name: str, version: int, cls: str):  # type: ignore[no-untyped-def]
+    return function(name, version, cls).layout
+
+
+# --- strategies ----------------------------------------------------------------------------------------
+
+
+def test_array_strategies_of_the_hot_messages() -> None:
+    partition = element_layout("MetadataResponse", 12, "MetadataResponsePartition")
+    assert read_strategy(partition) == "shaped" and write_strategy(partition) == "shaped"
+    layout = shape(partition)
+    assert layout is not None and layout.pattern == ">hiiiB%diB%diB%diB" and layout.widths == (4, -1, -1, -1)
+    keys = element_layout("ApiVersionsResponse", 3, "ApiVersion")
+    sw = same_width(keys)
+    assert read_strategy(keys) == "same_width" and sw is not None and sw.size == 7 and sw.flexible
+    topic = element_layout("ListOffsetsRequest", 4, "ListOffsetsTopic")
+    assert read_strategy(topic) == "call" and write_strategy(topic) == "inline"  # partitions in place too
+    broker = element_layout("MetadataResponse", 12, "MetadataResponseBroker")
+    assert read_strategy(broker) == "inline"  # strings: not one width, no arrays for a shape
+
+
+def test_the_plan_carries_each_decision_for_the_templates() -> None:
+    topic = function("MetadataResponse", 12, "MetadataResponseTopic")
+    partitions = next(op for op in topic.read if isinstance(op, ReadValue) and op.seg == "partitions")
+    assert isinstance(partitions.array, ReadArray)
+    a = partitions.array
+    assert a.strategy == "shaped" and a.shape is not None
+    assert a.shape.readers == "_SHAPE_READERS_MetadataResponsePartition"
+    assert partitions.length is not None and partitions.length.var == "partitions_count"
+    # the element's own fields are read in place, untracked (its decoder re-reads it on any error)
+    assert all(not getattr(op, "track", None) for op in a.body)
+    assert a.fn == function("MetadataResponse", 12, "MetadataResponsePartition").id
+    root = function("MetadataResponse", 12, "MetadataResponse")
+    lazy = next(op for op in root.read_lazy if isinstance(op, ReadValue) and op.seg == "topics")
+    assert lazy.array is not None and lazy.array.strategy == "lazy"
+    produce = function("ProduceRequest", 9, "PartitionProduceData")
+    assert produce.records_view  # records are memoryview slices of the buffer
+    records = next(op for op in produce.write if isinstance(op, WriteValue) and op.seg == "records")
+    assert records.length is not None and records.length.limit is None and records.length.compact
+
+
+def test_function_ids_are_stable_and_cover_every_version() -> None:
+    plan = module("FetchRequest")
+    ids = [f.id for f in plan.functions]
+    assert len(ids) == len(set(ids))
+    for v, fid in plan.roots:
+        f = next(f for f in plan.functions if f.id == fid)
+        assert fid.startswith("FetchRequest_v") and f.is_root
+        first = int(fid.rsplit("_v", 1)[1])
+        assert first <= v and str(first) == f.versions.split("-")[0].split(",")[0]
+    # identical layouts of neighbouring versions share one function
+    assert len({fid for _, fid in plan.roots}) < len(plan.roots)
+    assert version_ranges([1, 2, 3, 5, 7, 8]) == "1-3, 5, 7-8"
+
+
+def test_planning_is_deterministic_and_has_no_side_effects() -> None:
+    m = merged()["MetadataResponse"]
+    files = {s.source: "x.json" for s in m.specs}
+    assert plan_module(m, files) == plan_module(m, files)
+    assert layout_message(m, 12) == layout_message(m, 12)
+
+
+def test_local_names_say_what_they_hold_and_never_shadow() -> None:
+    for name in ("MetadataResponse", "FetchRequest", "ProduceRequest", "ListOffsetsRequest"):
+        for f in module(name).functions:
+            names: list[str] = []
+
+            def walk(op: object) -> None:
+                for attr in ("var", "end", "items", "item", "start", "value", "data", "packed", "index"):
+                    v = getattr(op, attr, "")
+                    if isinstance(v, str) and v and v.isidentifier() and attr != "value" or attr == "var":
+                        names.append(str(v))
+                for child in ("length", "array", "element", "tagged"):
+                    c = getattr(op, child, None)
+                    if c is not None and not isinstance(c, str | bool | int):
+                        walk(c)
+                for body in getattr(op, "body", ()):
+                    walk(body)
+
+            for op in (*f.read, *f.write):
+                walk(op)
+            assert not set(names) & RESERVED, (f.id, set(names) & RESERVED)
+
+
+def test_constant_names_say_what_they_hold() -> None:
+    assert format_name(">hiq") == "int16_int32_int64"
+    assert format_name(">16s?") == "uuid_bool"
+    pool = ConstantPool()
+    assert pool.fmt(">hi") == "_S_int16_int32" and pool.fmt(">hi") == "_S_int16_int32"
+    assert pool.values_table("i") == "_VALUES_int32" and pool.values_table("i", "B") == "_COMPACT_COUNT_VALUES_int32"
+    plan = module("MetadataResponse")
+    assert ("_S_int16_int32_int32_int32", ">hiii") in plan.formats
+    assert any(name == "_FIELDS_error_code_to_leader_epoch" for name, _ in plan.run_fields)
+
+
+@pytest.mark.parametrize("name", ["MetadataResponse", "ProduceRequest"])
+def test_compiled_target_reads_bytes_only_without_records(name: str) -> None:
+    plan = module(name, compiled=True)
+    assert plan.target.compiled and plan.target.bytes_buffer == (name == "MetadataResponse")
+    assert not module(name).target.compiled
+
+
+# --- the one table of wire types ----------------------------------------------------------------------
+
+
+def test_the_wire_type_table_drives_the_spec_model() -> None:
+    assert set(WIRE_TYPES) == PRIMITIVES
+    for t in WIRE_TYPES.values():
+        assert t.fixed_width == (t.size > 0) and t.nullable == (not t.fixed_width)
+        assert (t.bounds is not None) == (t.json == "int")
+        if not t.fixed_width:
+            assert t.length_fmt in ("h", "i") and t.max_length in (2**15 - 1, 2**31 - 1)
+
+
+def test_the_runtime_reads_the_generated_copy_of_the_table() -> None:
+    from kcodec import schema
+    from kcodec._generated import wire_types
+
+    namespace: dict[str, object] = {}
+    exec(compile(runtime_copy(), "wire_types.py", "exec"), namespace)  # noqa: S102 - our own generated source
+    assert namespace["INT_BOUNDS"] == wire_types.INT_BOUNDS == INT_BOUNDS == schema.INT_BOUNDS
+    assert namespace["JSON_KINDS"] == wire_types.JSON_KINDS == {t.name: t.json for t in WIRE_TYPES.values()}
+    assert wire_types.FIXED_WIDTH["uuid"] == ("16s", 16)
+
+
+def test_generated_functions_name_their_struct_versions_and_strategy() -> None:
+    import kcodec._generated
+
+    # the source ships beside the compiled extension too
+    source = (Path(kcodec._generated.__file__).parent / "metadata_response.py").read_text(encoding="utf-8")
+    fn = source[source.index("def d_MetadataResponsePartition_v9(") :]
+    assert fn.splitlines()[1].strip() == (
+        "# decode MetadataResponsePartition at versions 9-13 (in arrays: read shaped, written shaped)"
+    )
+    cls = source[source.index("class MetadataResponsePartition(") :]
+    doc = cls[: cls.index('"""', cls.index('"""') + 3)]
+    assert "replica_nodes: []int32, versions 0+; default []" in doc
+    assert "offline_replicas: []int32, versions 5+" in doc
+
+
+# --- the compiled build's selection ---------------------------------------------------------------------
+
+
+def test_kcodec_compile_selects_hot_apis_named_apis_or_all() -> None:
+    from kcodec.codegen.compile import HOT_APIS, SelectionError, selection
+
+    apis = {"Fetch": ("FetchRequest", "FetchResponse"), "Metadata": ("MetadataRequest", "MetadataResponse"),
+            "Produce": ("ProduceRequest", "ProduceResponse"),
+            "ApiVersions": ("ApiVersionsRequest", "ApiVersionsResponse"),
+            "ListOffsets": ("ListOffsetsRequest", "ListOffsetsResponse")}
+    messages = ["FetchRequest", "FetchResponse", "MetadataRequest", "MetadataResponse", "ProduceRequest",
+                "ProduceResponse", "RequestHeader", "ResponseHeader", "LeaderAndIsrRequest", "ApiVersionsRequest",
+                "ApiVersionsResponse", "ListOffsetsRequest", "ListOffsetsResponse"]
+    for off in (None, "", "0", "false", "no"):
+        assert selection(off, apis, messages) == set()
+    assert selection("Fetch", apis, messages) == {"FetchRequest", "FetchResponse", "RequestHeader", "ResponseHeader"}
+    assert selection(" Metadata , LeaderAndIsrRequest", apis, messages) == {
+        "MetadataRequest", "MetadataResponse", "LeaderAndIsrRequest", "RequestHeader", "ResponseHeader"
+    }
+    assert selection("all", apis, messages) == set(messages)
+    assert set(HOT_APIS) == set(apis)
+    assert selection("1", apis, messages) == set(messages) - {"LeaderAndIsrRequest"}
+    with pytest.raises(SelectionError, match="Fetc is not an API or message name"):
+        selection("Fetc", apis, messages)
+
+
+def test_compiled_modules_print_native_classes_and_bytes_reads() -> None:
+    from kcodec.codegen.render import environment, render_module
+
+    text = render_module(environment(), module("ListOffsetsRequest", compiled=True))
+    assert "__slots__" not in text and "partition_index: Any  # int" in text
+    assert "def d_ListOffsetsPartition_v4(buf: bytes, pos: int, blen: int)" in text
+    assert "obj = ListOffsetsRequest()" in text and "BYTES_INPUT = True" in text
+    assert "^ 0x80000000) - 0x80000000" in text  # int32 counts read with integer arithmetic
+    pure = render_module(environment(), module("ListOffsetsRequest"))
+    assert "__slots__" in pure and "_I32(buf, pos)[0]" in pure and "BYTES_INPUT = False" in pure
