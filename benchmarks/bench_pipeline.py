@@ -346,6 +346,9 @@ def main() -> int:
     parser.add_argument("--mb", type=int, default=1000)
     parser.add_argument("--files", type=int, default=16)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/kcodec-bench-pipeline"))
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs of each pipeline configuration (best kept)"
+    )
     parser.add_argument("--child", nargs=3, metavar=("MASTER", "INPUT", "OUTPUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -365,9 +368,16 @@ def main() -> int:
     dc_s, dc_frames, dc_cpu = time_decode_capture(merged)
     runs: dict[int, dict[str, Any]] = {}
     fixed: dict[int, dict[str, Any]] = {}
-    for cores in (1, 2):
-        fixed[cores] = time_pipeline(f"local[{cores}]", tiny[0].parent, args.dir / f"out-tiny-{cores}")
-        runs[cores] = time_pipeline(f"local[{cores}]", data, args.dir / f"out-{cores}")
+    for _ in range(args.repeat):  # interleaved, so that both see the same spells of other load
+        for cores in (1, 2):
+            tiny_run = time_pipeline(f"local[{cores}]", tiny[0].parent, args.dir / f"out-tiny-{cores}")
+            run = time_pipeline(f"local[{cores}]", data, args.dir / f"out-{cores}")
+            if cores not in runs or run["seconds"] < runs[cores]["seconds"]:
+                runs[cores] = run
+            if cores not in fixed or tiny_run["seconds"] < fixed[cores]["seconds"]:
+                fixed[cores] = tiny_run
+    if args.repeat > 1:
+        print(f"best of {args.repeat} runs of each")
     _report(total, dc_s, dc_frames, dc_cpu, runs, fixed)
     return 0
 
@@ -383,18 +393,19 @@ def _report(
     mb = total / 1e6
     print(
         f"{'':34} {'job s':>6} {'MB/s':>6} {'frames/s':>8} {'+start-up':>9} {'MB/s':>6}"
-        f" {'CPU s':>6} {'MB/CPU-s':>8}"
+        f" {'CPU s':>6} {'MB/CPU-s':>8} {'cores used':>10}"
     )
     print(
         f"{'decode-capture --json (1 process)':34} {dc_s:6.1f} {mb / dc_s:6.1f} {dc_frames / dc_s:8.0f}"
-        f" {dc_s:9.1f} {mb / dc_s:6.1f} {dc_cpu:6.1f} {mb / dc_cpu:8.1f}"
+        f" {dc_s:9.1f} {mb / dc_s:6.1f} {dc_cpu:6.1f} {mb / dc_cpu:8.1f} {dc_cpu / dc_s:10.2f}"
     )
     for cores, r in runs.items():
         whole = r["seconds"] + r["startup"]
+        used = sum(r["job_cpu"].values()) / r["seconds"]  # the job's CPU over its wall time
         print(
             f"{'pipeline local[' + str(cores) + ']':34} {r['seconds']:6.1f} {mb / r['seconds']:6.1f}"
             f" {r['frames'] / r['seconds']:8.0f} {whole:9.1f} {mb / whole:6.1f} {r['cpu']:6.1f}"
-            f" {mb / r['cpu']:8.1f}"
+            f" {mb / r['cpu']:8.1f} {used:10.2f}"
         )
     for cores, r in runs.items():
         phases = ", ".join(f"{k} {v:.1f} s" for k, v in r["timings"].items())
