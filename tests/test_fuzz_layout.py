@@ -5,6 +5,7 @@ count, null marker and integer holds what the decoder reads for that field."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,9 +15,13 @@ from hypothesis import strategies as st
 
 import kcodec
 from kcodec import strategies
+from kcodec.codec import message_info
+from kcodec.codegen.generate import merged_messages
+from kcodec.codegen.planner import specs_by_set
 from kcodec.errors import DecodeError
 from kcodec.fuzz.layout import LENGTH_KINDS, Span, layout
 
+ROOT = Path(__file__).resolve().parents[1]
 _STEP = re.compile(r"([a-z0-9_]+)(?:\[(\d+)\])?")
 
 
@@ -94,3 +99,37 @@ def test_tagged_fields_are_located() -> None:
         ("int32", 0, 4, 0), ("int16", 4, 2, 0),
         ("tag_count", 6, 1, 1), ("tag", 7, 1, 5), ("tag_size", 8, 1, 2), ("tag_data", 9, 2, None),
     ]
+
+
+def test_field_level_flexible_versions_come_from_the_runtime_schema() -> None:
+    # RequestHeader.ClientId: "flexibleVersions": "none", so an int16 length even in header v2
+    info = message_info("RequestHeader")
+    client_id = next(f for f in info.fields_at("RequestHeader", 2) if f.name == "ClientId")
+    assert client_id.flexible == (1, 0) and not client_id.compact(2, info.is_flexible(2))
+    api_key = next(f for f in info.fields_at("RequestHeader", 2) if f.name == "RequestApiKey")
+    assert api_key.flexible is None and api_key.compact(2, True)  # follows the message
+    header = kcodec.message_class("RequestHeader")(request_api_key=1, request_api_version=12,
+                                                   correlation_id=7, client_id="kcodec")
+    data = kcodec.encode(header, 2)
+    spans = check_layout("RequestHeader", 2, data)
+    assert [(s.kind, s.offset, s.size, s.value, s.compact) for s in spans[3:5]] == [
+        ("string_length", 8, 2, 6, False), ("string_data", 10, 6, None, False),
+    ]
+    assert spans[-1].kind == "tag_count" and spans[-1].compact
+
+
+def test_every_field_level_flexible_range_is_in_the_runtime_schema() -> None:
+    # every field whose spec has its own flexibleVersions, as the generator reads the specs
+    wanted = set()
+    for merged in merged_messages(ROOT / "schemas")[0]:
+        for cls, by_set in specs_by_set(merged).items():
+            for set_name, fields in by_set.items():
+                for f in fields:
+                    if f.flexible_versions is not None:
+                        fv = f.flexible_versions
+                        wanted.add((merged.name, cls, set_name, f.name, (fv.lowest, fv.highest)))
+    assert ("RequestHeader", "RequestHeader", "3.9.0", "ClientId", (1, 0)) in wanted
+    for message, cls, set_name, field, versions in wanted:
+        info = message_info(message)
+        f = next(f for f in info.structs[cls].by_set[set_name] if f.name == field)
+        assert f.flexible == versions, (message, field)

@@ -83,6 +83,21 @@ def test_the_plan_carries_each_decision_for_the_templates() -> None:
     assert records.length is not None and records.length.limit is None and records.length.compact
 
 
+def test_known_tags_carry_their_spec_names_for_the_size_check() -> None:
+    partition = function("FetchResponse", 12, "PartitionData")
+    assert partition.read_tagged is not None
+    known = [(k.tag, k.attr, k.name) for k in partition.read_tagged.known]
+    assert known == [
+        (0, "diverging_epoch", "DivergingEpoch"), (1, "current_leader", "CurrentLeader"),
+        (2, "snapshot_id", "SnapshotId"),
+    ]
+    assert all(k.value.target == f"obj.{k.attr}" and k.value.track for k in partition.read_tagged.known)
+    construct = next(s for s in module("FetchResponse").construct if s.name.startswith("PartitionData_v12"))
+    assert [(tag, name) for tag, _, _, _, name in construct.tagged] == [
+        (0, "DivergingEpoch"), (1, "CurrentLeader"), (2, "SnapshotId")
+    ]
+
+
 def test_function_ids_are_stable_and_cover_every_version() -> None:
     plan = module("FetchRequest")
     ids = [f.id for f in plan.functions]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import struct
 import subprocess
 import sys
@@ -160,9 +161,13 @@ def test_unknown_tags_merge_with_known_ones_in_ascending_order() -> None:
 def test_tagged_field_read_within_declared_size() -> None:
     base = kcodec.encode(cls("FetchRequest")(), 12)
     assert base.endswith(b"\x00")
-    # ClusterId (tag 0) declared with size 4 but holding a 2-byte compact string: extra bytes skipped.
+    exact = base[:-1] + b"\x01" + b"\x00\x02" + b"\x02c"
+    assert kcodec.decode("FetchRequest", 12, exact).cluster_id == "c"
+    # ClusterId (tag 0) declared with size 4 but holding a 2-byte compact string: refused (the two
+    # extra bytes would vanish on re-encoding, and Kafka's reader would take them for the next tag)
     extra = base[:-1] + b"\x01" + b"\x00\x04" + b"\x02c" + b"\xee\xee"
-    assert kcodec.decode("FetchRequest", 12, extra).cluster_id == "c"
+    with pytest.raises(DecodeError, match="ClusterId .tag 0. ends 2 bytes before its declared size of 4"):
+        kcodec.decode("FetchRequest", 12, extra)
     # declared size 1 but the value needs 2 bytes: an error, not a silent misread.
     short = base[:-1] + b"\x01" + b"\x00\x01" + b"\x02c"
     with pytest.raises(DecodeError) as exc:
@@ -384,3 +389,61 @@ def test_whatever_tag_section_decodes_re_encodes_byte_for_byte() -> None:
     msg = kcodec.decode("HeartbeatResponse", 4, data)
     assert msg.unknown_tagged_fields == [(5, b""), (6, b"\xff"), (2**31 + 5, b"")]
     assert kcodec.encode(msg, 4) == data
+
+
+def _fetch_response_with_current_leader() -> tuple[bytes, int]:
+    """FetchResponse v12 whose partitions[1] carries CurrentLeader (tag 1, 9 bytes); and where its
+    tag-size byte is."""
+    fr = cls("FetchResponse")
+    part = cls("FetchResponse", "PartitionData")
+    leader = cls("FetchResponse", "LeaderIdAndEpoch")(leader_id=3, leader_epoch=7)
+    topic = cls("FetchResponse", "FetchableTopicResponse")(
+        topic="t", partitions=[part(partition_index=0), part(partition_index=1, current_leader=leader)]
+    )
+    data = kcodec.encode(fr(responses=[topic]), 12)
+    at = data.rindex(bytes.fromhex("0109" "00000003" "00000007" "00")) + 1
+    return data, at
+
+
+def test_a_known_tagged_value_ending_before_its_declared_size_is_refused() -> None:
+    data, at = _fetch_response_with_current_leader()
+    # declare 12 bytes and put 3 more after the 9-byte value: accepted, they would vanish on re-encoding
+    bad = data[:at] + b"\x0c" + data[at + 1 : at + 10] + b"\xaa\xbb\xcc" + data[at + 10 :]
+    reason = "tagged field CurrentLeader (tag 1) ends 3 bytes before its declared size of 12"
+    path = "FetchResponse.responses[0].partitions[1].current_leader"
+    with pytest.raises(DecodeError) as eager:
+        kcodec.decode("FetchResponse", 12, bad)
+    assert (eager.value.reason, eager.value.offset, eager.value.path) == (reason, at + 10, path)
+    assert str(eager.value) == f"{reason} at byte {at + 10} in {path}"
+    # lazily: the walk checks the section's bounds only; building the array reports the same error
+    lazy = kcodec.decode("FetchResponse", 12, bad, lazy=True)
+    with pytest.raises(DecodeError) as built:
+        lazy.responses.materialize()
+    assert (built.value.reason, built.value.offset, built.value.path) == (reason, at + 10, path)
+    with pytest.raises(construct.ConstructError, match=re.escape(reason)):  # the construct backend agrees
+        kcodec.construct_schema("FetchResponse", 12).parse(bad)
+    assert kcodec.decode("FetchResponse", 12, data) is not None  # the honest size still decodes
+
+
+@pytest.mark.parametrize("size", [8, 0])
+def test_a_known_tagged_value_running_past_its_declared_size_is_refused(size: int) -> None:
+    data, at = _fetch_response_with_current_leader()
+    bad = data[:at] + bytes([size]) + data[at + 1 :]
+    with pytest.raises(DecodeError) as e:
+        kcodec.decode("FetchResponse", 12, bad)
+    assert e.value.path == "FetchResponse.responses[0].partitions[1].current_leader"
+    with pytest.raises(construct.ConstructError):
+        kcodec.construct_schema("FetchResponse", 12).parse(bad)
+
+
+def test_a_top_level_known_tagged_value_shorter_than_its_size_is_refused() -> None:
+    # FetchRequest v17: ClusterId (tag 0) null in 1 byte (compact length 0) but declaring 3 bytes
+    data = bytes.fromhex("00000000000000007fffffff0000000000ffffffff01010101000300aabb")
+    with pytest.raises(DecodeError) as e:
+        kcodec.decode("FetchRequest", 17, data)
+    assert e.value.reason == "tagged field ClusterId (tag 0) ends 2 bytes before its declared size of 3"
+    assert (e.value.offset, e.value.path) == (len(data) - 2, "FetchRequest.cluster_id")
+    with pytest.raises(DecodeError, match="ClusterId"):
+        kcodec.decode("FetchRequest", 17, data, lazy=True)  # the root's section is read, not walked
+    with pytest.raises(construct.ConstructError, match="ends 2 bytes before its declared size of 3"):
+        kcodec.construct_schema("FetchRequest", 17).parse(data)

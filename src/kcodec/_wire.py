@@ -141,6 +141,20 @@ def tag_order(pos: int, tag: int, prev: int) -> DecodeError:
     return DecodeError(f"tagged field {tag} {what} tag {prev}: tags must be strictly ascending", pos)
 
 
+def tag_size(pos: int, end: int, size: int, name: str, tag: int) -> DecodeError:
+    """A known tagged field whose value does not end where its declared size says (``pos`` is where
+    the value ended, ``end`` where the size put it).
+
+    Running past the size is a value cut short by it. Ending before it would leave bytes that kcodec
+    would drop on re-encoding, and that Kafka's reader (which reads a known tag's value without
+    bounding it by the size) would take for the next tag: refused, naming the field."""
+    if pos > end:
+        return short(end - size, pos - end + size, end)
+    return DecodeError(
+        f"tagged field {name} (tag {tag}) ends {end - pos} bytes before its declared size of {size}", pos
+    )
+
+
 def bad_count(pos: int, count: int, size: int, blen: int) -> DecodeError:
     """An array count that the remaining bytes cannot hold (checked before anything is allocated)."""
     return DecodeError(

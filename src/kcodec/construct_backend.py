@@ -46,7 +46,7 @@ from construct import (
     stream_write,
 )
 
-from kcodec._wire import tag_order
+from kcodec._wire import tag_order, tag_size
 from kcodec.errors import UnknownMessageError, UnsupportedVersionError, WrongTypeError
 from kcodec.model import Struct, Uuid
 from kcodec.schema import FieldInfo, MessageInfo
@@ -176,22 +176,26 @@ class NullableStruct(Subconstruct):  # type: ignore[misc]
 
 
 class TaggedField:
-    """A known tagged field of a flexible struct: its tag, Container key, value layout and default.
+    """A known tagged field of a flexible struct: its tag, Container key, value layout, default and
+    spec name (for errors; the Container key when not given).
 
     ``default`` is plain data (``dict`` for a struct, ``list`` for an array); a field whose value
     equals it is not written, as in Kafka.
     """
 
-    __slots__ = ("default", "name", "subcon", "tag")
+    __slots__ = ("default", "name", "spec_name", "subcon", "tag")
 
-    def __init__(self, tag: int, name: str, subcon: Construct, default: Any) -> None:
+    def __init__(self, tag: int, name: str, subcon: Construct, default: Any, spec_name: str = "") -> None:
         self.tag = tag
         self.name = name
         self.subcon = subcon
         self.default = default
+        self.spec_name = spec_name or name
 
     def __repr__(self) -> str:
-        return f"TaggedField({self.tag}, {self.name!r}, {self.subcon!r}, {self.default!r})"
+        return (
+            f"TaggedField({self.tag}, {self.name!r}, {self.subcon!r}, {self.default!r}, {self.spec_name!r})"
+        )
 
 
 def _fresh(value: Any) -> Any:
@@ -258,8 +262,11 @@ class Flexible(Subconstruct):  # type: ignore[misc]
             if known is None:
                 unknown.append((tag, data))
             else:
-                sub = io.BytesIO(data)  # a tagged value may not run past its size (it may fall short)
+                sub = io.BytesIO(data)  # a tagged value may not run past its size, nor end before it
                 obj[known.name] = known.subcon._parsereport(sub, context, f"{path} -> {known.name}")
+                if sub.tell() != size:
+                    reason = tag_size(sub.tell(), size, size, known.spec_name, tag).reason
+                    raise ValidationError(reason, path=f"{path} -> {known.name}")
         obj[UNKNOWN_TAGGED_FIELDS] = unknown
         return obj
 

@@ -53,7 +53,10 @@ class FieldInfo:
     nullable: VersionRange | None = None
     tagged: VersionRange | None = None
     tag: int | None = None
-    flexible: VersionRange | None = None  # per-field flexibleVersions override
+    #: the field's own ``flexibleVersions`` (the versions where its length is compact), which then
+    #: overrides the message's: RequestHeader.ClientId has ``"none"``, the empty range ``(1, 0)``.
+    #: None: the field follows the message (``compact``)
+    flexible: VersionRange | None = None
     ignorable: bool = False
     map_key: bool = False
     entity_type: str | None = None
@@ -85,6 +88,11 @@ class FieldInfo:
 
     def is_tagged(self, version: int) -> bool:
         return in_range(self.tagged, version)
+
+    def compact(self, version: int, message_flexible: bool) -> bool:
+        """Whether the field's length or count is written compact (an unsigned varint) at ``version``:
+        per its own flexible versions if it has them, else as the message (``message_flexible``)."""
+        return message_flexible if self.flexible is None else in_range(self.flexible, version)
 
 
 class _StructDefault:

@@ -71,7 +71,7 @@ class ConstructPlanner:
             flexible=plan.flexible,
             members=tuple((f.attr, self.value(f.value)) for f in fields_of(plan)),
             tagged=tuple(
-                (t.tag or 0, t.attr, self.value(t.value), default_literal(t.value, t.default))
+                (t.tag or 0, t.attr, self.value(t.value), default_literal(t.value, t.default), t.name)
                 for t in plan.tagged
             ),
         )

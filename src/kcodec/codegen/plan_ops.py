@@ -14,6 +14,7 @@ from kcodec.codegen.constants import ConstantPool
 from kcodec.codegen.layout import FieldPlan, RunPlan, StructPlan, ValuePlan
 from kcodec.codegen.program import (
     AbsentCheck,
+    KnownTag,
     Length,
     ReadArray,
     ReadRun,
@@ -241,7 +242,8 @@ class OpBuilder:
         prefix = "" if obj == "obj" else f"{obj}_"
         new = self.names.new
         known = tuple(
-            (t.tag or 0, t.attr, self.read_value(t.value, f"{obj}.{t.attr}", t.attr, track=True))
+            KnownTag(t.tag or 0, t.attr, t.name,
+                     self.read_value(t.value, f"{obj}.{t.attr}", t.attr, track=True))
             for t in plan.tagged
         )
         return ReadTagged(

@@ -237,8 +237,9 @@ def _field_info(f: FieldSpec, merged_struct: MergedStruct, cls: MergedStruct | N
         parts.append(f"nullable={vrange(f.nullable_versions)}")
     if f.tag is not None:
         parts.append(f"tagged={vrange(f.tagged_versions)}, tag={f.tag}")
-    if f.flexible_versions is not None:
-        parts.append(f"flexible={vrange(f.flexible_versions)}")
+    if f.flexible_versions is not None:  # the field's own flexibleVersions; "none" is the empty (1, 0)
+        fv = f.flexible_versions
+        parts.append(f"flexible=({fv.lowest}, {fv.highest})")
     if f.ignorable:
         parts.append("ignorable=True")
     if f.map_key:

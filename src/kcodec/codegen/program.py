@@ -144,6 +144,17 @@ class ShapeRead:
 
 
 @dataclass(frozen=True, slots=True)
+class KnownTag:
+    """A tagged field the struct defines at the version: read into ``attr``, exactly ``size`` bytes
+    (a value ending before its declared size is refused, naming ``name`` and ``tag``)."""
+
+    tag: int
+    attr: str
+    name: str  # the spec name, for errors (e.g. CurrentLeader)
+    value: ReadValue
+
+
+@dataclass(frozen=True, slots=True)
 class ReadTagged:
     """A tagged-field section read into ``obj`` (known tags into attributes, others kept raw)."""
 
@@ -157,7 +168,7 @@ class ReadTagged:
     prev: str
     unknown: str
     defaults: tuple[tuple[str, str], ...]  # (target, default) of the known tagged fields
-    known: tuple[tuple[int, str, ReadValue], ...]  # (tag, attr, value)
+    known: tuple[KnownTag, ...]
 
 
 # --- skipping ----------------------------------------------------------------------------------------
@@ -318,7 +329,8 @@ class ConstructStruct:
     plural: bool
     flexible: bool
     members: tuple[tuple[str, str], ...]  # (attr, construct expression)
-    tagged: tuple[tuple[int, str, str, str], ...]  # (tag, attr, construct expression, default)
+    #: (tag, attr, construct expression, default, spec name) per known tagged field
+    tagged: tuple[tuple[int, str, str, str, str], ...]
 
 
 @dataclass(frozen=True, slots=True)

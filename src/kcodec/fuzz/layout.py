@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from kcodec._wire import Buffer, read_uvarint
 from kcodec.codec import message_info
 from kcodec.errors import DecodeError
-from kcodec.schema import FieldInfo, MessageInfo, in_range
+from kcodec.schema import FieldInfo, MessageInfo
 
 __all__ = ["FIXED_WIDTH", "LENGTH_KINDS", "Span", "layout"]
 
@@ -33,10 +33,6 @@ FIXED_WIDTH: dict[str, tuple[str, int]] = {
     "float64": (">d", 8),
     "uuid": ("16s", 16),
 }
-#: Per-field ``flexibleVersions`` overrides that the runtime schema does not carry yet (the generator
-#: emits ``FieldInfo.flexible`` as None for them): RequestHeader.ClientId keeps its int16 length in
-#: every version ("flexibleVersions": "none" in the spec). Used only when ``FieldInfo.flexible`` is None.
-_NEVER_COMPACT = frozenset({("RequestHeader", "ClientId")})
 #: span kinds that hold a length or count (what length mutations aim at)
 LENGTH_KINDS = frozenset({"string_length", "bytes_length", "records_length", "array_count"})
 
@@ -49,11 +45,11 @@ class Span:
     count (``LENGTH_KINDS``), ``struct_marker`` (the int8 before a nullable struct), value bytes
     (``string_data``, ``bytes_data``, ``records_data``) or a tagged-field section item (``tag_count``,
     ``tag`` (``known_tag`` for a tag the struct defines), ``tag_size``, ``tag_data`` for an unknown
-    tag's bytes, ``tag_slack`` for bytes a known tag's size declares beyond its value). ``value``: the
-    integer it holds (-1 for null lengths, counts and markers), ``None`` for data. ``compact``: written
-    as an unsigned varint (compact lengths hold length + 1; tag items hold themselves). ``path``: the
-    field, e.g. ``topics[0].partitions[2].partition_index`` (tag items: the struct's path +
-    ``._tagged``).
+    tag's bytes, ``tag_slack`` for bytes a known tag's size declares beyond its value, which the
+    decoders refuse). ``value``: the integer it holds (-1 for null lengths, counts and markers),
+    ``None`` for data. ``compact``: written as an unsigned varint (compact lengths hold length + 1;
+    tag items hold themselves). ``path``: the field, e.g. ``topics[0].partitions[2].partition_index``
+    (tag items: the struct's path + ``._tagged``).
     """
 
     offset: int
@@ -127,9 +123,7 @@ class _Walker:
     # -- structure ---------------------------------------------------------------------------------
 
     def _compact(self, f: FieldInfo) -> bool:
-        if f.flexible is not None:
-            return in_range(f.flexible, self.version)
-        return self.flexible and (self.info.name, f.name) not in _NEVER_COMPACT
+        return f.compact(self.version, self.flexible)
 
     def value(self, f: FieldInfo, path: str) -> None:
         v = self.version
