@@ -9,10 +9,16 @@ shipped inside the pyspark installed in this environment (a pip-installed pyspar
 run), they hold the same files as the installed package: this daemon takes them off ``sys.path``,
 so that pyspark is imported from the installed package, with its compiled bytecode. It then imports
 pyspark's worker and the pipeline's executor-side modules once, before forking the workers, which
-inherit them. Only pure-Python modules are imported here: the daemon must not start threads before
-it forks (pyarrow is imported by the workers themselves). What is imported is then frozen
-(``gc.freeze``): a reused worker runs a full garbage collection after every task, which no longer
-walks the imported modules and classes. Then pyspark's daemon runs as usual.
+inherit them. That includes the libraries the tasks use, NumPy, pyarrow and pandas (pyarrow imports
+pandas on its first ``pa.array`` when it is installed, as it is with pyspark): about 0.6 CPU-s that
+every worker of a run paid again. The daemon must not have threads of its own when it forks, so it
+imports them with those libraries' background threads off: OpenBLAS's pool
+(``OPENBLAS_NUM_THREADS=1``; the tasks use no linear algebra) and the background thread of the
+jemalloc linked into pyarrow (``JE_ARROW_MALLOC_CONF``; pyarrow allocates with mimalloc by default).
+The workers inherit those settings (Spark itself runs Python workers with one OpenMP thread). What
+is imported is then frozen (``gc.freeze``): a reused worker runs a full garbage collection after
+every task, which no longer walks the imported modules and classes. Then pyspark's daemon runs as
+usual.
 """
 
 from __future__ import annotations
@@ -54,6 +60,23 @@ def without_bundled_zips(path: list[str]) -> list[str]:
     return [entry for entry in path if not bundled(entry)]
 
 
+#: Environment that keeps the libraries' background threads from starting (see the module docstring).
+QUIET_THREADS = {"OPENBLAS_NUM_THREADS": "1", "JE_ARROW_MALLOC_CONF": "background_thread:false"}
+
+
+def _import_libraries() -> None:
+    """Import NumPy, pyarrow and pandas into the daemon, with their background threads off."""
+    for name, value in QUIET_THREADS.items():
+        os.environ.setdefault(name, value)
+    import pyarrow as pa
+    import pyarrow.compute
+    import pyarrow.dataset
+    import pyarrow.ipc
+    import pyarrow.parquet
+
+    pa.array([b""])  # pyarrow imports pandas (if installed) on its first conversion from Python
+
+
 def main() -> None:
     kept = without_bundled_zips(sys.path)
     for entry in set(sys.path) - set(kept):
@@ -66,6 +89,7 @@ def main() -> None:
     import kcodec.pipeline.spill
     import kcodec.pipeline.write  # noqa: F401
 
+    _import_libraries()
     gc.freeze()  # what is imported now is never garbage: the workers' collections skip it
     manager()
 

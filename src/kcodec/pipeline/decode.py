@@ -85,7 +85,6 @@ EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("file", "string"),
     ("file_offset", "long"),
 )
-_INDEX = {name: i for i, (name, _) in enumerate(EVENT_COLUMNS)}
 _BATCH_ROWS = 2048
 _BATCH_BYTES = 32 << 20
 
@@ -155,16 +154,14 @@ class _Rows:
 
     def __init__(self) -> None:
         self.cols: list[list[Any]] = [[] for _ in EVENT_COLUMNS]
+        self._appends = [(col.append, name) for col, (name, _) in zip(self.cols, EVENT_COLUMNS, strict=True)]
         self.rows = 0
         self.bytes = 0
 
     def add(self, values: dict[str, Any]) -> None:
-        index = _INDEX
-        row: list[Any] = [None] * len(EVENT_COLUMNS)
-        for name, value in values.items():
-            row[index[name]] = value
-        for col, value in zip(self.cols, row, strict=True):
-            col.append(value)
+        get = values.get
+        for append, name in self._appends:
+            append(get(name))
         self.rows += 1
 
     def full(self) -> bool:
