@@ -327,9 +327,12 @@ def child(master: str, folder: str, out: str) -> None:
 
 def time_pipeline(master: str, folder: Path, out: Path) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--child", master, str(folder), str(out)]
+    load = os.getloadavg()[0]
     _wall, cpu, stdout = _run_measured(cmd)
     result: dict[str, Any] = json.loads(stdout.decode().strip().splitlines()[-1])
     result["cpu"] = sum(cpu.values())  # driver, JVM and Python workers, Spark start-up included
+    result["cpu_by_kind"] = cpu
+    result["load"] = (load, os.getloadavg()[0])
     return result
 
 
@@ -365,13 +368,22 @@ def main() -> int:
         sorted(paths, key=lambda p: len(p.name) * 1000 + int("0" + p.name[len("capture.pcap") :])),
         args.dir / "merged.pcap",
     )
+    load = os.getloadavg()[0]
     dc_s, dc_frames, dc_cpu = time_decode_capture(merged)
+    after = os.getloadavg()[0]
+    print(f"decode-capture: {dc_s:.1f} s, {dc_cpu:.1f} CPU-s (load average {load:.1f} -> {after:.1f})")
+    dc_tiny = time_decode_capture(tiny[0])
     runs: dict[int, dict[str, Any]] = {}
     fixed: dict[int, dict[str, Any]] = {}
     for _ in range(args.repeat):  # interleaved, so that both see the same spells of other load
         for cores in (1, 2):
             tiny_run = time_pipeline(f"local[{cores}]", tiny[0].parent, args.dir / f"out-tiny-{cores}")
             run = time_pipeline(f"local[{cores}]", data, args.dir / f"out-{cores}")
+            print(
+                f"local[{cores}]: job {run['seconds']:.1f} s, {sum(run['job_cpu'].values()):.1f} CPU-s"
+                f" (load average {run['load'][0]:.1f} -> {run['load'][1]:.1f})",
+                flush=True,
+            )
             if cores not in runs or run["seconds"] < runs[cores]["seconds"]:
                 runs[cores] = run
             if cores not in fixed or tiny_run["seconds"] < fixed[cores]["seconds"]:
@@ -379,7 +391,35 @@ def main() -> int:
     if args.repeat > 1:
         print(f"best of {args.repeat} runs of each")
     _report(total, dc_s, dc_frames, dc_cpu, runs, fixed)
+    tiny_mb = sum(p.stat().st_size for p in tiny) / 1e6
+    _report_marginal(total / 1e6 - tiny_mb, dc_cpu - dc_tiny[2], runs, fixed)
     return 0
+
+
+def _report_marginal(
+    mb: float, dc_cpu: float, runs: dict[int, dict[str, Any]], fixed: dict[int, dict[str, Any]]
+) -> None:
+    """CPU per MB without the fixed cost of a run (the same run on the 1 MB input subtracted):
+    comparable on a loaded machine, where wall times are not."""
+    print(f"CPU-ms per MB beyond the fixed cost of a run (big run minus the 1 MB run; {mb:.0f} MB):")
+    print(f"  decode-capture --json {1000 * dc_cpu / mb:6.1f}")
+    per_mb: dict[int, float] = {}
+    for cores, r in runs.items():
+        f = fixed[cores]
+        kinds = {k: r["job_cpu"][k] - f["job_cpu"][k] for k in r["job_cpu"]}
+        per_mb[cores] = 1000 * sum(kinds.values()) / mb
+        parts = ", ".join(f"{k} {1000 * v / mb:.1f}" for k, v in kinds.items())
+        print(f"  pipeline local[{cores}]     {per_mb[cores]:6.1f}  ({parts})")
+    print(
+        f"pipeline per core vs decode-capture, by CPU per MB beyond fixed costs: "
+        f"{1000 * dc_cpu / mb / per_mb[1]:.2f}x (goal >= 1.0x)"
+    )
+    two = runs[2]
+    used = sum(two["job_cpu"].values()) / two["seconds"]
+    print(
+        f"2 cores: {per_mb[1] / per_mb[2]:.2f} of 1 core's CPU efficiency; the 2-core job kept "
+        f"{used:.2f} cores busy (2.0 would be the whole machine; other load takes the rest)"
+    )
 
 
 def _report(
