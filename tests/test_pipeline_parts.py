@@ -16,6 +16,7 @@ from kcodec.pipeline.aggregates import aggregate_tables
 from kcodec.pipeline.daemon import without_bundled_zips
 from kcodec.pipeline.partials import Partials
 from kcodec.pipeline.payloads import MAX_GAP, PayloadReader
+from kcodec.pipeline.scan import SEGMENT_DTYPE, scan_split, unpack
 
 
 def test_payloads_are_read_back_by_position(tmp_path: Path) -> None:
@@ -44,6 +45,38 @@ def test_payloads_are_read_back_by_position(tmp_path: Path) -> None:
     (tmp_path / "f1").write_bytes(blobs[1][:40])  # cut short since it was scanned: short payloads
     reader.close()
     assert PayloadReader(paths).read_run([1, 1], [30, 45], [20, 5]) == [blobs[1][30:40], b""]
+
+
+def test_scanned_segments_unpack_to_what_the_capture_package_read() -> None:
+    """Stage 1 packs each segment with ``struct``; stage 2 unpacks with NumPy's record dtype: the
+    two layouts must agree field for field."""
+    import numpy as np
+
+    from kcodec.capture import iter_segments
+
+    sample = Path(__file__).parent.parent / "samples" / "sample.pcap"
+    with open(sample, "rb") as f:
+        want: dict[str, list[tuple[Any, ...]]] = {}
+        for seg in iter_segments(f, name=str(sample)):
+            row = (
+                int(seg.key.startswith(seg.src + " ")),
+                seg.flags,
+                seg.seq,
+                seg.ack,
+                seg.timestamp,
+                seg.offset,
+                seg.payload_offset,
+                len(seg.payload),
+            )
+            want.setdefault(seg.key, []).append(row)
+    got: dict[str, list[tuple[Any, ...]]] = {}
+    for (key, order, first), packed in scan_split((str(sample), 0, 0, -1, sample.stat().st_size)):
+        assert order == 0 and isinstance(packed, bytes)
+        assert len(packed) % np.dtype(SEGMENT_DTYPE).itemsize == 0
+        rows = list(zip(*unpack(packed), strict=True))
+        assert first == rows[0][5]
+        got.setdefault(key, []).extend(rows)
+    assert got == want and sum(map(len, got.values())) > 10
 
 
 def test_daemon_takes_the_installed_pysparks_zips_off_the_path(tmp_path: Path) -> None:

@@ -6,10 +6,11 @@ end of the file", and the file's size). The split is read as a stream by
 are grouped by connection key, and each group (at most :data:`CHUNK` segments, in file order) becomes
 one record for the shuffle: ``((key, file order, offset of its first segment), packed)``, where
 ``packed`` holds, per segment, its TCP facts and *where its payload lies* in the file
-(:data:`SEGMENT_DTYPE`: a NumPy record array's bytes, about 40 bytes a segment), not the payload,
-which stage 2 reads back (:mod:`~kcodec.pipeline.payloads`). The shuffle thus carries one small
-record per connection and split instead of every payload, and sorting the records by their key
-puts each connection's segments in capture order (rotated files: by file order, then offset).
+(:data:`SEGMENT_DTYPE`: 38 bytes a segment, packed with ``struct``, read back as a NumPy record
+array), not the payload, which stage 2 reads back (:mod:`~kcodec.pipeline.payloads`). The
+shuffle thus carries one small record per connection and split instead of every payload, and
+sorting the records by their key puts each connection's segments in capture order (rotated files:
+by file order, then offset).
 
 Problems with the file (a damaged or cut record, a file that is no capture at all, a read error)
 become records too, ``((ISSUE_KEY_PREFIX + path, file order, offset), issue JSON)``, so that they
@@ -19,6 +20,7 @@ travel to stage 2 and on to the ``diagnostics`` table.
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -90,11 +92,8 @@ def _split_items(path: str, start: int, end: int | None) -> Iterator[Segment | C
         source.close()
 
 
-def _pack(rows: list[tuple[Any, ...]]) -> bytes:
-    import numpy as np
-
-    packed: bytes = np.array(rows, dtype=SEGMENT_DTYPE).tobytes()
-    return packed
+#: :data:`SEGMENT_DTYPE` as a ``struct`` format (NumPy packs a record dtype without padding, too).
+_SEGMENT = struct.Struct("<BBIIdqqi")
 
 
 def unpack(packed: bytes) -> list[list[Any]]:
@@ -112,34 +111,33 @@ def _issue(path: str, order: int, offset: int, issue: dict[str, Any]) -> Record:
 def scan_split(split: Split, done: Done | None = None) -> Iterator[Record]:
     """Stage 1 for one split: its records (see the module docstring)."""
     path, order, start, end, size = split
-    groups: dict[str, tuple[int, list[tuple[Any, ...]]]] = {}  # key -> (first offset, rows)
+    groups: dict[str, tuple[int, bytearray]] = {}  # key -> (first offset, packed segments)
+    pack, full = _SEGMENT.pack, CHUNK * _SEGMENT.size
     for item in _split_items(path, start, None if end < 0 else end):
         if isinstance(item, Segment):
             key = item.key
             group = groups.get(key)
             if group is None:
-                group = groups[key] = (item.offset, [])
-            rows = group[1]
-            rows.append(
-                (
-                    key.startswith(item.src + " "),
-                    item.flags,
-                    item.seq,
-                    item.ack,
-                    item.timestamp,
-                    item.offset,
-                    item.payload_offset,
-                    len(item.payload),
-                )
+                group = groups[key] = (item.offset, bytearray())
+            packed = group[1]
+            packed += pack(
+                key.startswith(item.src) and key[len(item.src)] == " ",
+                item.flags,
+                item.seq,
+                item.ack,
+                item.timestamp,
+                item.offset,
+                item.payload_offset,
+                len(item.payload),
             )
-            if len(rows) >= CHUNK:
-                yield (key, order, group[0]), _pack(rows)
+            if len(packed) >= full:
+                yield (key, order, group[0]), bytes(packed)
                 del groups[key]
         elif isinstance(item, CaptureIssue):
             yield _issue(path, order, item.file_offset or 0, item.to_dict())
         else:
             yield _issue(path, order, item.get("file_offset") or 0, item)
-    for key, (first, rows) in groups.items():
-        yield (key, order, first), _pack(rows)
+    for key, (first, packed) in groups.items():
+        yield (key, order, first), bytes(packed)
     if done is not None:
         done(order, (end if end >= 0 else size) - start)
