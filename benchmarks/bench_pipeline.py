@@ -5,8 +5,9 @@
 1. Generates (once; kept in --dir) a multi-file capture dataset of at least --mb MB: --files pcap
    files cut from one stream the way ``tcpdump -C`` rotates (connections continue into the next
    file), 1448-byte TCP segments with ACKs, of many client connections to three brokers doing
-   Produce (v9, 4-16 KiB record batches built by kcodec.records), Fetch (v12, record batches in the
-   response), Metadata (v12) and Heartbeat, every request answered.
+   Produce (v9, 4-16 KiB record batches built by kcodec.records, 64 distinct ones of each size),
+   Fetch (v12, record batches in the response), Metadata (v12) and Heartbeat, every request
+   answered.
 2. Times ``kcodec decode-capture --json`` on the whole stream in one process (output to /dev/null).
 3. Times ``kcodec.pipeline.run_pipeline`` in a fresh process per configuration, master ``local[1]``
    and ``local[2]``: Spark's start-up and the job apart, with the CPU of the driver, the JVM and
@@ -105,61 +106,77 @@ class Conn:
         return out
 
 
-def _exchanges(rng: random.Random) -> list[tuple[object, int, object]]:
-    """(request body, version, response body) templates."""
+#: Distinct record batches per batch size: real payloads hardly repeat, and with a handful of
+#: batches Parquet's dictionary encoding would store every body once (frames files 100x smaller
+#: than the input, and cheaper to write, than with real traffic).
+VARIANTS = 64
+
+
+def _exchanges(rng: random.Random) -> list[list[tuple[object, int, object]]]:
+    """Kinds of exchange, each a list of (request body, version, response body) variants."""
+    kinds: list[list[tuple[object, int, object]]] = []
+    for size in (4096, 8192, 16384):
+        variants = [_data_exchanges(rng, size) for _ in range(VARIANTS)]
+        kinds.append([v[0] for v in variants])
+        kinds.append([v[1] for v in variants])
+    kinds += [[t] for t in _control_exchanges()]
+    return kinds
+
+
+def _data_exchanges(rng: random.Random, size: int) -> list[tuple[object, int, object]]:
+    """A Produce and a Fetch exchange carrying one record batch of ``size`` bytes of values."""
     P = kcodec.message_class("ProduceRequest")
     PR = kcodec.message_class("ProduceResponse")
     F = kcodec.message_class("FetchRequest")
     FR = kcodec.message_class("FetchResponse")
+    values = [rng.randbytes(256) for _ in range(size // 256)]
+    batch = build_batch([NewRecord(v, key=b"k%d" % i) for i, v in enumerate(values)], base_offset=0)
+    produce = P(
+        acks=-1,
+        timeout_ms=30000,
+        topic_data=[
+            P.TopicProduceData(
+                name="orders", partition_data=[P.PartitionProduceData(index=size % 3, records=batch)]
+            )
+        ],
+    )
+    produce_resp = PR(
+        responses=[
+            PR.TopicProduceResponse(
+                name="orders",
+                partition_responses=[PR.PartitionProduceResponse(index=size % 3, base_offset=1000 + size)],
+            )
+        ]
+    )
+    fetch = F(
+        replica_id=-1,
+        max_wait_ms=500,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        topics=[
+            F.FetchTopic(
+                topic="orders",
+                partitions=[F.FetchPartition(partition=0, current_leader_epoch=7, fetch_offset=1000)],
+            )
+        ],
+    )
+    fetch_resp = FR(
+        responses=[
+            FR.FetchableTopicResponse(
+                topic="orders",
+                partitions=[FR.PartitionData(partition_index=0, high_watermark=5000, records=batch)],
+            )
+        ]
+    )
+    return [(produce, 9, produce_resp), (fetch, 12, fetch_resp)]
+
+
+def _control_exchanges() -> list[tuple[object, int, object]]:
+    """A Metadata and a Heartbeat exchange."""
     M = kcodec.message_class("MetadataRequest")
     MR = kcodec.message_class("MetadataResponse")
     H = kcodec.message_class("HeartbeatRequest")
     HR = kcodec.message_class("HeartbeatResponse")
-    out: list[tuple[object, int, object]] = []
-    for size in (4096, 8192, 16384):
-        values = [rng.randbytes(256) for _ in range(size // 256)]
-        batch = build_batch([NewRecord(v, key=b"k%d" % i) for i, v in enumerate(values)], base_offset=0)
-        produce = P(
-            acks=-1,
-            timeout_ms=30000,
-            topic_data=[
-                P.TopicProduceData(
-                    name="orders", partition_data=[P.PartitionProduceData(index=size % 3, records=batch)]
-                )
-            ],
-        )
-        produce_resp = PR(
-            responses=[
-                PR.TopicProduceResponse(
-                    name="orders",
-                    partition_responses=[
-                        PR.PartitionProduceResponse(index=size % 3, base_offset=1000 + size)
-                    ],
-                )
-            ]
-        )
-        out.append((produce, 9, produce_resp))
-        fetch = F(
-            replica_id=-1,
-            max_wait_ms=500,
-            min_bytes=1,
-            max_bytes=1 << 20,
-            topics=[
-                F.FetchTopic(
-                    topic="orders",
-                    partitions=[F.FetchPartition(partition=0, current_leader_epoch=7, fetch_offset=1000)],
-                )
-            ],
-        )
-        fetch_resp = FR(
-            responses=[
-                FR.FetchableTopicResponse(
-                    topic="orders",
-                    partitions=[FR.PartitionData(partition_index=0, high_watermark=5000, records=batch)],
-                )
-            ]
-        )
-        out.append((fetch, 12, fetch_resp))
     meta = M(topics=[M.MetadataRequestTopic(name="orders")])
     meta_resp = MR(
         brokers=[MR.MetadataResponseBroker(node_id=i, host=h, port=p) for i, (h, p) in enumerate(BROKERS)],
@@ -179,15 +196,13 @@ def _exchanges(rng: random.Random) -> list[tuple[object, int, object]]:
             )
         ],
     )
-    out.append((meta, 12, meta_resp))
-    out.append((H(group_id="g", generation_id=3, member_id="m"), 4, HR()))
-    return out
+    return [(meta, 12, meta_resp), (H(group_id="g", generation_id=3, member_id="m"), 4, HR())]
 
 
 def generate(folder: Path, megabytes: int, files: int, seed: int = 11) -> list[Path]:
     """Write the dataset (``files`` rotated pcap files, ``megabytes`` MB in all); returns the paths."""
     rng = random.Random(seed)
-    templates = _exchanges(rng)
+    kinds = _exchanges(rng)
     folder.mkdir(parents=True, exist_ok=True)
     target = megabytes * 1_000_000
     per_file = target // files + 1
@@ -211,7 +226,8 @@ def generate(folder: Path, megabytes: int, files: int, seed: int = 11) -> list[P
             size = 24
         conn = conns[rng.randrange(len(conns))]
         packets = [] if conn.opened else conn.open()
-        req, version, resp = templates[rng.randrange(len(templates))]
+        variants = kinds[rng.randrange(len(kinds))]
+        req, version, resp = variants[rng.randrange(len(variants))]
         conn.corr += 1
         t += 0.0002
         request = kcodec.encode_request(
@@ -357,7 +373,7 @@ def main() -> int:
     if args.child:
         child(*args.child)
         return 0
-    data = args.dir / f"data-{args.mb}mb-{args.files}"
+    data = args.dir / f"data-{args.mb}mb-{args.files}-v{VARIANTS}"
     paths = _dataset(data, args.mb, args.files)
     tiny = _dataset(args.dir / "data-1mb-1", 1, 1)  # for the fixed cost of a run
     total = sum(p.stat().st_size for p in paths)
