@@ -14,6 +14,7 @@ pytest.importorskip("datasketches", reason="the pipeline needs pip install -e '.
 
 from kcodec.pipeline.aggregates import aggregate_tables
 from kcodec.pipeline.daemon import without_bundled_zips
+from kcodec.pipeline.job import PARTITION_BYTES, default_partitions
 from kcodec.pipeline.partials import Partials
 from kcodec.pipeline.payloads import MAX_GAP, PayloadReader
 from kcodec.pipeline.scan import SEGMENT_DTYPE, scan_split, unpack
@@ -77,6 +78,14 @@ def test_scanned_segments_unpack_to_what_the_capture_package_read() -> None:
         assert first == rows[0][5]
         got.setdefault(key, []).extend(rows)
     assert got == want and sum(map(len, got.values())) > 10
+
+
+def test_connection_partitions_follow_the_input_size_within_1_to_8_per_core() -> None:
+    assert default_partitions(1_000_000, 2) == 2  # a small input: one task per core
+    assert default_partitions(5 * PARTITION_BYTES, 2) == 5
+    assert default_partitions(1_000_000_000, 2) == 16  # 8 per core at most
+    assert default_partitions(1_000_000_000, 1) == 8
+    assert default_partitions(0, 0) == 1
 
 
 def test_daemon_takes_the_installed_pysparks_zips_off_the_path(tmp_path: Path) -> None:

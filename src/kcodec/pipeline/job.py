@@ -45,10 +45,30 @@ from kcodec.pipeline.write import diagnostics_schema, write_task
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["PARTITIONS_PER_CORE", "TABLES", "PipelineResult", "run_job"]
+__all__ = [
+    "PARTITIONS_PER_CORE",
+    "PARTITION_BYTES",
+    "TABLES",
+    "PipelineResult",
+    "default_partitions",
+    "run_job",
+]
 
-#: Connection partitions per core by default.
+#: Connection partitions per core at most, by default.
 PARTITIONS_PER_CORE = 8
+#: Input bytes per connection partition at least, by default.
+PARTITION_BYTES = 16 << 20
+
+
+def default_partitions(input_bytes: int, cores: int) -> int:
+    """Connection partitions for ``input_bytes`` of input on ``cores`` cores: several per core, as a
+    task decodes whole connections, which differ in size, and Spark hands the next task to the first
+    free core (on the benchmark's connections, with 4 per core the busier of 2 cores got 1.12x its
+    even share, with 8 per core 1.06x); but no more than one per :data:`PARTITION_BYTES` of input,
+    and no fewer than one per core, since every task costs scheduling and a Parquet file per
+    folder (on a 1 MB input, 16 partitions instead of 2 cost 0.6 CPU-s more, most of it the JVM's)."""
+    cores = max(cores, 1)
+    return max(cores, min(PARTITIONS_PER_CORE * cores, input_bytes // PARTITION_BYTES))
 
 #: The tables written under the output folder, in the order they are written.
 TABLES = (
@@ -159,20 +179,17 @@ def run_job(
     started = time.monotonic()
     files = list_inputs(spark, inputs)
     parallelism = spark.sparkContext.defaultParallelism
+    input_bytes = sum(f.size for f in files)
     settings = _Settings(
         tuple(dict.fromkeys((*DEFAULT_PORTS, *ports))),
         autodetect,
         strict,
         split_size,
-        # several per core: a task decodes whole connections, which differ in size, and Spark hands
-        # the next task to the first free core (with 4 per core the benchmark's 2-core stage took
-        # 1.12x its ideal time, with 8 per core 1.06x)
-        partitions or max(PARTITIONS_PER_CORE * parallelism, PARTITIONS_PER_CORE),
+        partitions or default_partitions(input_bytes, parallelism),
     )
     tracker = ProgressTracker(spark.sparkContext, files)
     out = Output(output.rstrip("/"))
     run = uuid.uuid4().hex[:12]
-    input_bytes = sum(f.size for f in files)
     timings: dict[str, float] = {}
     lap = time.monotonic()
 
