@@ -88,6 +88,25 @@ def test_connection_partitions_follow_the_input_size_within_1_to_8_per_core() ->
     assert default_partitions(0, 0) == 1
 
 
+def test_daemon_imports_the_libraries_and_stays_single_threaded() -> None:
+    """The daemon forks the workers after importing NumPy, pyarrow and pandas: it must still be a
+    single thread then (a thread holding a lock at the fork would leave the worker deadlocked)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "JE_ARROW_MALLOC_CONF")}
+    probe = (
+        "import os, sys\n"
+        "from kcodec.pipeline.daemon import _import_libraries\n"
+        "_import_libraries()\n"
+        "assert {'numpy', 'pyarrow', 'pyarrow.parquet', 'pyarrow.dataset'} <= set(sys.modules)\n"
+        "print(len(os.listdir('/proc/self/task')))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "1"
+
+
 def test_daemon_takes_the_installed_pysparks_zips_off_the_path(tmp_path: Path) -> None:
     site = tmp_path / "site-packages"
     (site / "pyspark" / "python" / "lib").mkdir(parents=True)
