@@ -1,22 +1,25 @@
 """The Spark pipeline's throughput with 1 and 2 local cores, beside single-process decode-capture.
 
-    python benchmarks/bench_pipeline.py [--mb 1000] [--files 16] [--dir /tmp/kcodec-bench-pipeline]
+    python benchmarks/bench_pipeline.py [--mb 1000] [--files 16] [--repeat 1] [--dir DIR]
 
-1. Generates (once; kept in --dir) a multi-file capture dataset of at least --mb MB: --files pcap
-   files cut from one stream the way ``tcpdump -C`` rotates (connections continue into the next
-   file), 1448-byte TCP segments with ACKs, of many client connections to three brokers doing
-   Produce (v9, 4-16 KiB record batches built by kcodec.records, 64 distinct ones of each size),
-   Fetch (v12, record batches in the response), Metadata (v12) and Heartbeat, every request
-   answered.
-2. Times ``kcodec decode-capture --json`` on the whole stream in one process (output to /dev/null).
+1. Generates (once; kept in --dir, default /tmp/kcodec-bench-pipeline) a multi-file capture
+   dataset of at least --mb MB: --files pcap files cut from one stream the way ``tcpdump -C``
+   rotates (connections continue into the next file), 1448-byte TCP segments with ACKs, of many
+   client connections to three brokers doing Produce (v9, 4-16 KiB record batches built by
+   kcodec.records, 64 distinct ones of each size), Fetch (v12, record batches in the response),
+   Metadata (v12) and Heartbeat, every request answered.
+2. Times ``kcodec decode-capture --json`` on the whole stream in one process (output to /dev/null),
+   and on a 1 MB capture.
 3. Times ``kcodec.pipeline.run_pipeline`` in a fresh process per configuration, master ``local[1]``
    and ``local[2]``: Spark's start-up and the job apart, with the CPU of the driver, the JVM and
    the Python workers during the job; and the same on a 1 MB input (the fixed cost of a run).
 4. Prints MB/s and frames/s for each, with and without Spark's start-up, 2-core speed-up over 1
    core, and 1-core pipeline vs decode-capture (per core). Goals: 2 cores >= 1.8x 1 core; pipeline
-   per core >= decode-capture.
+   per core >= decode-capture. Then the CPU per MB beyond the fixed cost of a run (the 1 MB run's
+   subtracted), by kind of process, which other load moves much less than wall times.
 
-The machine's other load is reported (os.getloadavg) because it moves every number.
+The machine's other load is reported (os.getloadavg, around every run) because it moves every
+number. ``--repeat N`` runs each pipeline configuration N times, interleaved, and keeps the fastest.
 """
 
 from __future__ import annotations
