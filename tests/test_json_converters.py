@@ -7,6 +7,7 @@ generated), and the converters are compared with it on every API and version."""
 from __future__ import annotations
 
 import base64
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,19 @@ def test_the_converters_are_generated_modules() -> None:
     # records expanded: the same converter, given the expansion (responses without records: as they are)
     assert json_converter("FetchResponse", 12, records="text").func is convert  # type: ignore[attr-defined]
     assert json_converter("MetadataResponse", 12, records="text") is json_converter("MetadataResponse", 12)
+
+
+def test_a_message_first_conversion_imports_only_its_json_module() -> None:
+    code = (
+        "import sys, kcodec\n"
+        "msg = kcodec.decode('FetchRequest', 4, bytes(4 * 3 + 4 + 1 + 4))\n"
+        "assert not any('.json_' in m for m in sys.modules), 'JSON modules imported before to_json'\n"
+        "assert kcodec.to_json(msg, 4)['replicaId'] == 0\n"
+        "print(sorted(m for m in sys.modules if m.startswith('kcodec._generated.json_')))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['kcodec._generated.json_', 'kcodec._generated.json_.fetch_request']"
 
 
 def test_converter_lookup_errors() -> None:
