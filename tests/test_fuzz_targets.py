@@ -66,7 +66,9 @@ def test_valid_requests_of_every_api(which: str, request: pytest.FixtureRequest,
     target: Target = request.getfixturevalue(which)
     # bounded by a request count, not by time: group APIs held for a rebalance cost the reply timeout,
     # and on a loaded machine 4 s gave under 20 requests
-    s = _session(target, tmp_path, valid_rate=1.0, frame_rate=0.0, minimize=False, duration=20.0, iterations=30)
+    s = _session(
+        target, tmp_path, valid_rate=1.0, frame_rate=0.0, minimize=False, duration=20.0, iterations=30
+    )
     assert s.stats.stopped_by in ("iterations", "broker_died", "broker_unresponsive"), s.stats
     assert s.stats.sent >= 20 and s.stats.outcomes["response"] > 0
     assert len(s.negotiated) > 10 and len(s.stats.per_api) > 5
