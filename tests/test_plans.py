@@ -276,9 +276,11 @@ def test_compiled_modules_print_native_classes_and_bytes_reads() -> None:
     # byte offsets are mypyc's native 64-bit integers (C arithmetic), imported for the type checker only
     assert "def d_ListOffsetsRequest_v4(buf: bytes, pos: i64, blen: i64)" in text
     assert "if TYPE_CHECKING:" in text and "from mypy_extensions import i64" in text
+    # module constants are Final (mypyc keeps them in C statics: no globals-dict lookup per use)
+    assert "_ZERO_UUID: Final = _Uuid.ZERO" in text and "_S_int32_int32_int64: Final = _struct.Struct(" in text
     pure = render_module(environment(), module("ListOffsetsRequest"))
     assert "__slots__" in pure and "_I32(buf, pos)[0]" in pure and "BYTES_INPUT = False" in pure
-    assert "pos: int, blen: int" in pure and "i64" not in pure
+    assert "pos: int, blen: int" in pure and "i64" not in pure and "Final" not in pure
 
 
 def test_compiled_decoders_build_each_object_from_locals() -> None:
