@@ -22,9 +22,11 @@ class Target:
     """What the generated module is for: the interpreter, or compilation with mypyc.
 
     ``compiled`` modules declare native classes (no ``__slots__``, attributes typed ``Any`` so that
-    assigning any value behaves as in the pure build), build objects by calling their class, and
-    read lengths and counts with integer arithmetic on a ``bytes`` buffer when ``bytes_buffer``
-    (messages without records fields: records are zero-copy slices of the caller's own buffer).
+    assigning any value behaves as in the pure build), build each object in one constructor call
+    from the locals its fields were read into (``builds_from_locals``), use native ``i64`` byte
+    offsets, keep module constants ``Final``, bind their eager decoders natively, and read lengths
+    and counts with integer arithmetic on a ``bytes`` buffer when ``bytes_buffer`` (messages without
+    records fields: records are zero-copy slices of the caller's own buffer).
     """
 
     compiled: bool = False
