@@ -174,6 +174,13 @@ class _Walker:
             yield Span(self.pos, n, kind, path)
             self.pos += n
 
+    def _null(self, n: int, nullable: bool, path: str) -> None:
+        """A negative length or count: refused as the decoders do unless it is -1 where null is allowed."""
+        if not nullable:
+            raise DecodeError(f"null (length {n}) for a field that is not nullable at this version", self.pos, path)
+        if n < -1:
+            raise DecodeError(f"invalid length {n}", self.pos, path)
+
     # -- values ------------------------------------------------------------------------------------
 
     def _compact(self, f: FieldInfo) -> bool:
@@ -194,7 +201,7 @@ class _Walker:
                     return
             yield from self.struct(f, f.struct_name, path)
         else:
-            yield from self.element(f, path)
+            yield from self.element(f, path, f.is_nullable(v))
 
     def array(self, f: FieldInfo, path: str) -> Iterator[Event]:
         count = self._length("array_count", path, 4, self._compact(f))
@@ -202,10 +209,7 @@ class _Walker:
         n = count.value
         assert n is not None
         if n < 0:
-            if not f.is_nullable(self.version):
-                raise DecodeError(
-                    f"null (length {n}) for a field that is not nullable at this version", self.pos, path
-                )
+            self._null(n, f.is_nullable(self.version), path)
             yield Value(f, None, path)
             return
         yield Enter(f, None, path, self.pos, n)
@@ -215,7 +219,7 @@ class _Walker:
             fits = (self.end - self.pos) // width
             if n > fits:
                 for i in range(fits):
-                    yield from self.element(f, f"{path}[{i}]")
+                    yield from self.element(f, f"{path}[{i}]", False)
                 raise DecodeError(
                     f"array count {n} cannot fit: elements of {width} bytes overrun the buffer, "
                     f"{max(self.end - self.pos, 0)} bytes remain here",
@@ -226,33 +230,32 @@ class _Walker:
             if f.struct_name is not None:
                 yield from self.struct(f, f.struct_name, f"{path}[{i}]")
             else:
-                yield from self.element(f, f"{path}[{i}]")
+                yield from self.element(f, f"{path}[{i}]", False)
         yield Leave(self.pos)
 
-    def element(self, f: FieldInfo, path: str) -> Iterator[Event]:
+    def element(self, f: FieldInfo, path: str, nullable: bool) -> Iterator[Event]:
+        """A primitive value (``nullable``: whether a null string or bytes is allowed here; array
+        elements never are)."""
         kind = f.element_type
         if kind in FIXED_WIDTH:
             span, value = self._fixed(kind, path)
             yield span
             yield Value(f, value, path)
         elif kind == "string":
-            yield from self.string(f, path)
+            yield from self.string(f, path, nullable)
         elif kind in ("bytes", "records"):
-            yield from self.blob(f, kind, path)
+            yield from self.blob(f, kind, path, nullable)
         else:
             raise DecodeError(f"no reader for field type {kind!r}", self.pos, path)
 
-    def string(self, f: FieldInfo, path: str) -> Iterator[Event]:
+    def string(self, f: FieldInfo, path: str, nullable: bool) -> Iterator[Event]:
         compact = self._compact(f)
         length = self._length("string_length", path, 2, compact)
         yield length
         n = length.value
         assert n is not None
         if n < 0:
-            if not f.is_nullable(self.version):
-                raise DecodeError(
-                    f"null (length {n}) for a field that is not nullable at this version", self.pos, path
-                )
+            self._null(n, nullable, path)
             yield Value(f, None, path)
             return
         if compact and n > _MAX_STRING:
@@ -265,18 +268,13 @@ class _Walker:
             raise DecodeError(f"invalid UTF-8 in string: {e.reason}", start + e.start, path) from None
         yield Value(f, text, path)
 
-    def blob(self, f: FieldInfo, kind: str, path: str) -> Iterator[Event]:
+    def blob(self, f: FieldInfo, kind: str, path: str, nullable: bool) -> Iterator[Event]:
         length = self._length(f"{kind}_length", path, 4, self._compact(f))
         yield length
         n = length.value
         assert n is not None
         if n < 0:
-            if n < -1:
-                raise DecodeError(f"invalid length {n}", self.pos, path)
-            if not f.is_nullable(self.version):
-                raise DecodeError(
-                    f"null (length {n}) for a field that is not nullable at this version", self.pos, path
-                )
+            self._null(n, nullable, path)
             yield Value(f, None, path)
             return
         start = self.pos
