@@ -98,14 +98,23 @@ class PartialBody:
         return out
 
     def describe(self) -> str:
-        """One line: what was read, and where it stopped."""
+        """One line: what was read, and where it stopped (the ``error`` says why)."""
         read = self.end - self.start
         if self.error is None:
             return f"{self.name} v{self.version}: whole body read ({self.size} bytes)"
-        where = self.error.path
+        info = message_info(self.name)
+        root = self._chain[0] if self._chain else None
+        shown: list[str] = []
+        if root is not None and isinstance(root.values, dict):
+            for f in info.fields_at(self.name, self.version):
+                if f.attr in root.values:
+                    shown.append(f.json_name)
+            if root.cut and shown:
+                shown[-1] += " (cut)"
+        fields = ", ".join(shown) if shown else "no field"
         return (
-            f"partial body: {self.name} v{self.version} read up to byte {self.end} "
-            f"({read} of its {self.size} bytes), cut at {where}: {self.error.reason}"
+            f"partial body: {self.name} v{self.version} read {read} of its {self.size} bytes "
+            f"({fields}), up to byte {self.end} in {self.error.path}"
         )
 
 
