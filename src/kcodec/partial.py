@@ -198,5 +198,6 @@ def read_partial(message_name: str, version: int, data: Buffer, start: int = 0) 
         chain = builder.cut(end)
         return PartialBody(message_name, version, builder.root, error, start, e.offset, end - start, chain)
     if pos != end:
-        error = TrailingBytesError(f"{end - pos} trailing bytes after {message_name} v{version}", pos, message_name)
+        reason = f"{end - pos} trailing bytes after {message_name} v{version}"
+        error = TrailingBytesError(reason, pos, message_name)
     return PartialBody(message_name, version, builder.root, error, start, pos, end - start)

@@ -177,7 +177,8 @@ class _Walker:
     def _null(self, n: int, nullable: bool, path: str) -> None:
         """A negative length or count: refused as the decoders do unless it is -1 where null is allowed."""
         if not nullable:
-            raise DecodeError(f"null (length {n}) for a field that is not nullable at this version", self.pos, path)
+            reason = f"null (length {n}) for a field that is not nullable at this version"
+            raise DecodeError(reason, self.pos, path)
         if n < -1:
             raise DecodeError(f"invalid length {n}", self.pos, path)
 
@@ -306,9 +307,8 @@ class _Walker:
             number = tag.value or 0
             if number <= prev:
                 what = "repeats" if number == prev else "comes after"
-                raise DecodeError(
-                    f"tagged field {number} {what} tag {prev}: tags must be strictly ascending", tag.offset, where
-                )
+                reason = f"tagged field {number} {what} tag {prev}: tags must be strictly ascending"
+                raise DecodeError(reason, tag.offset, where)
             prev = number
             size = self._uvarint("tag_size", where, False, False)
             n = size.value or 0

@@ -20,7 +20,6 @@ from kcodec.codec import Diagnostic, decode_at, message_class
 from kcodec.errors import DecodeError, KcodecError, TrailingBytesError
 from kcodec.frames import Frame, ResponseFrame, decode_request, decode_response
 from kcodec.partial import read_partial
-from kcodec.registry import api
 from kcodec.quirks import (
     API_VERSIONS_KEY,
     doubled_tagged_section,
@@ -28,6 +27,7 @@ from kcodec.quirks import (
     read_api_versions_reply,
     read_null_arrays,
 )
+from kcodec.registry import api
 
 __all__ = ["FrameDecoder", "header_fields", "read_partial_body"]
 

@@ -117,6 +117,7 @@ _FRAME_COLUMNS = (
     "latency",
     "header",
     "body",
+    "partial",
     "error",
     "diagnostics",
     "client_id",
