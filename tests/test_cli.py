@@ -158,6 +158,21 @@ def test_describe_suggests_close_spellings(typed: str, suggested: str) -> None:
     assert hint.strip().split(", ")[0].rstrip("?") == suggested
 
 
+@pytest.mark.parametrize(
+    ("typed", "title"),
+    [("Produce", "ProduceRequest v13 "),  # the newest Apache version, not the KIP-359 proposal's v14
+     ("FetchResponse", "FetchResponse v18 "), ("RequestHeader", "RequestHeader v2 ")],
+)
+def test_describe_without_version_shows_the_newest_released(typed: str, title: str) -> None:
+    result = CliRunner().invoke(main, ["describe", typed, "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert f"{doc['message']} v{doc['version']} " == title
+    assert CliRunner().invoke(main, ["describe", typed]).output.startswith(title)
+    missing = CliRunner().invoke(main, ["describe", "FetchReqest"])
+    assert missing.exit_code == 2 and "did you mean FetchRequest" in missing.output
+
+
 # --- generate --------------------------------------------------------------------------------------
 
 

@@ -98,6 +98,44 @@ def test_known_tags_carry_their_spec_names_for_the_size_check() -> None:
     ]
 
 
+def test_the_json_plan_orders_members_as_the_spec_and_writes_tagged_ones_when_not_default() -> None:
+    plan = module("FetchResponse").json
+    assert plan is not None and plan.module == "fetch_response"
+    functions = {f.id: f for f in plan.functions}
+    partition = functions["PartitionData_v12"]
+    assert partition.versions == "12-18" and partition.records  # takes the records converter
+    assert [m.key for m in partition.literal] == [
+        "partitionIndex", "errorCode", "highWatermark", "lastStableOffset", "logStartOffset",
+    ]
+    # the tagged members keep their place in the spec's order; the members after them are statements
+    assert [(m.key, m.condition) for m in partition.members] == [
+        ("divergingEpoch", "diverging_epoch != _DEFAULT_EpochEndOffset"),
+        ("currentLeader", "current_leader != _DEFAULT_LeaderIdAndEpoch"),
+        ("snapshotId", "snapshot_id != _DEFAULT_SnapshotId"),
+        ("abortedTransactions", ""), ("preferredReadReplica", ""), ("records", ""),
+    ]
+    assert partition.members[-1].expr == "None if (records := o.records) is None else rec(records)"
+    assert ("_DEFAULT_LeaderIdAndEpoch", "LeaderIdAndEpoch()") in plan.defaults
+    assert not functions["AbortedTransaction_v4"].records  # no records below: no rec parameter
+    # versions that convert alike share a function; every version has a root
+    roots = dict(plan.roots)
+    assert sorted(roots) == list(range(19)) and roots[1] == roots[2] == roots[3] == "FetchResponse_v1"
+    assert plan.records_versions == tuple(range(19))
+    header = module("RequestHeader").json
+    assert header is not None and not header.records_versions and "b64" not in header.uses
+
+
+def test_json_plan_defaults_follow_the_spec_set_owning_the_version() -> None:
+    request = module("FetchRequest").json
+    assert request is not None
+    fetch12 = {f.id: f for f in request.functions}[dict(request.roots)[12]]
+    cluster_id = next(m for m in fetch12.members if m.key == "clusterId")
+    assert cluster_id.condition == "cluster_id is not None"  # tagged, default null
+    replica_state = next(m for m in {f.id: f for f in request.functions}[dict(request.roots)[15]].members
+                         if m.key == "replicaState")
+    assert replica_state.condition == "replica_state != _DEFAULT_ReplicaState"
+
+
 def test_function_ids_are_stable_and_cover_every_version() -> None:
     plan = module("FetchRequest")
     ids = [f.id for f in plan.functions]

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import importlib
 import math
 from collections.abc import Callable
+from functools import partial
+from types import ModuleType
 from typing import Any, Literal
 
-from kcodec.codec import message_class, message_info
+from kcodec.codec import GENERATED, message_class, message_info, module
 from kcodec.errors import InvalidArgumentError, JsonError
 from kcodec.model import Message, Uuid
 from kcodec.schema import INT_BOUNDS, JSON_KINDS, STRUCT_DEFAULT, FieldInfo, MessageInfo
@@ -66,37 +69,45 @@ def to_json(
     return out
 
 
-# (message name, version, records mode) -> converter built by json_converter
+# (message name, version, records mode) -> the generated converter (bound to a records expander)
 _converters: dict[tuple[str, int, str], Callable[[Any], dict[str, Any]]] = {}
 
 
 def json_converter(
     message_name: str, version: int, *, records: RecordsMode = "raw"
 ) -> Callable[[Any], dict[str, Any]]:
-    """The function ``to_json`` uses for one message and version: straight-line Python built once
-    (and cached) from the message's schema, one function per struct, with no per-field lookups."""
+    """The function ``to_json`` uses for one message and version: the converter the generator wrote
+    for it (``kcodec._generated.json_.<message module>``: straight-line Python, one function per
+    struct layout), imported on the message's first use and cached."""
     if records not in RECORDS_MODES:
         raise InvalidArgumentError(f"records must be one of {RECORDS_MODES}, not {records!r}")
     key = (message_name, version, records)
     found = _converters.get(key)
     if found is not None:
         return found
-    info = message_info(message_name)
-    if version not in info.owners:
+    table = _json_module(message_name)
+    convert: Callable[..., dict[str, Any]] | None = table.TO_JSON.get(version)
+    if convert is None:
         from kcodec.errors import UnsupportedVersionError
 
         raise UnsupportedVersionError(f"{message_name} has no version {version}")
-    convert = _ConverterBuilder(info, version, records).build()
+    if records != "raw" and version in table.RECORDS_VERSIONS:
+        convert = partial(convert, rec=_expanded_records(records))
     _converters[key] = convert
     return convert
 
 
-def _b64(value: Any) -> str:
-    return base64.b64encode(value).decode("ascii")
+_json_modules: dict[str, ModuleType] = {}
 
 
-def _uuid(value: Any) -> str:
-    return str(value) if isinstance(value, Uuid) else str(Uuid(value))
+def _json_module(message_name: str) -> ModuleType:
+    """The generated JSON module of one message, imported on first use."""
+    mod = _json_modules.get(message_name)
+    if mod is None:
+        codec = module(message_name)  # the classes the converters read (UnknownMessageError if none)
+        mod = importlib.import_module(f"{GENERATED}.json_.{codec.__name__.rsplit('.', 1)[1]}")
+        _json_modules[message_name] = mod
+    return mod
 
 
 def _expanded_records(mode: str) -> Callable[[Any], Any]:
@@ -106,91 +117,6 @@ def _expanded_records(mode: str) -> Callable[[Any], Any]:
         return records_to_json(value, values=mode)  # type: ignore[arg-type]
 
     return expand
-
-
-class _ConverterBuilder:
-    """Writes the Python source of a converter (``s0`` for the message, ``s1``... for its structs)."""
-
-    def __init__(self, info: MessageInfo, version: int, records: RecordsMode) -> None:
-        self.info = info
-        self.version = version
-        self.records = records
-        self.names: dict[str, str] = {}  # struct -> function name
-        self.lines: list[str] = []
-        self.env: dict[str, Any] = {"_b64": _b64, "_uuid": _uuid}
-        if records != "raw":
-            self.env["_rec"] = _expanded_records(records)
-
-    def build(self) -> Callable[[Any], dict[str, Any]]:
-        root = self.function(self.info.name)
-        exec(compile("\n".join(self.lines), f"<to_json {self.info.name} v{self.version}>", "exec"), self.env)
-        fn: Callable[[Any], dict[str, Any]] = self.env[root]
-        return fn
-
-    def function(self, struct: str) -> str:
-        name = self.names.get(struct)
-        if name is not None:
-            return name
-        name = self.names[struct] = f"s{len(self.names)}"
-        body: list[str] = []
-        literal: list[str] = []
-        started = False  # once a tagged field is met, the rest are statements (order is kept)
-        for i, f in enumerate(self.info.fields_at(struct, self.version)):
-            key = repr(f.json_name)
-            value = self.value(f, f"o.{f.attr}")
-            if f.is_tagged(self.version):
-                started = True
-                body.append(f"    v = o.{f.attr}")
-                body.append(f"    if {self.not_default(f, i)}:")
-                body.append(f"        d[{key}] = {self.value(f, 'v')}")
-            elif started:
-                body.append(f"    d[{key}] = {value}")
-            else:
-                literal.append(f"{key}: {value}")
-        lines = [f"def {name}(o):", "    d = {" + ", ".join(literal) + "}", *body, "    return d"]
-        self.lines.extend(lines)
-        return name
-
-    def value(self, f: FieldInfo, expr: str) -> str:
-        """The expression converting ``expr`` (evaluated once) to Kafka JSON."""
-        t = f.element_type
-        item = self.item(t, "x")
-        if f.is_array:
-            if item == "x":
-                return f"(None if (a := {expr}) is None else list(a))"
-            return f"(None if (a := {expr}) is None else [None if x is None else {item} for x in a])"
-        if item == "x":
-            return expr
-        inner = self.item(t, "b")
-        return f"(None if (b := {expr}) is None else {inner})"
-
-    def item(self, t: str, var: str) -> str:
-        if t[:1].isupper():
-            return f"{self.function(t)}({var})"
-        if t == "records" and self.records != "raw":
-            return f"_rec({var})"
-        kind = JSON_KINDS.get(t)  # the wire-type table's representation of the type
-        if kind == "base64":
-            return f"_b64({var})"
-        if kind == "uuid":
-            return f"_uuid({var})"
-        return var
-
-    def not_default(self, f: FieldInfo, i: int) -> str:
-        """The condition under which a tagged field differs from its default (is_default's rule)."""
-        d = f.default
-        if d is None:
-            return "v is not None"
-        if f.is_array:
-            return "v is None or len(v) != 0"
-        name = f"_d{len(self.env)}_{i}"
-        if d is STRUCT_DEFAULT:
-            struct = f.struct_name
-            assert struct is not None
-            self.env[name] = self.info.structs[struct].cls()
-        else:
-            self.env[name] = d
-        return f"not (v == {name})"
 
 
 def from_json(message_name: str, version: int, obj: Any) -> Message:

@@ -103,11 +103,28 @@ def field_tree(info: MessageInfo, struct: str, version: int, depth: int = 0) -> 
     return out
 
 
+def newest_released_version(info: MessageInfo) -> int:
+    """The version ``describe`` shows when none is given: the API's newest version an Apache Kafka
+    spec defines (not a proposal's, such as kcodec's KIP-359 Produce v14); for headers, the newest."""
+    from kcodec.registry import api
+
+    if info.api_key is None:
+        return info.versions[1]
+    return api(info.api_key).released_max_version
+
+
 @click.command("describe")
 @click.argument("message")
-@click.option("--version", "-v", "version", type=int, required=True, help="Message version.")
+@click.option(
+    "--version",
+    "-v",
+    "version",
+    type=int,
+    default=None,
+    help="Message version (default: the newest an Apache Kafka spec defines).",
+)
 @click.option("--json", "as_json", is_flag=True, help="The field tree as JSON.")
-def describe_command(message: str, version: int, as_json: bool) -> None:
+def describe_command(message: str, version: int | None, as_json: bool) -> None:
     """Show the fields of MESSAGE at a version, as a tree.
 
     MESSAGE is a message name (FetchResponse, RequestHeader, ...) or an API name or key (Fetch, 1),
@@ -117,6 +134,8 @@ def describe_command(message: str, version: int, as_json: bool) -> None:
 
     name = resolve_message(message)
     info = message_info(name)
+    if version is None:
+        version = newest_released_version(info)
     if version not in info.owners:
         lo, hi = info.versions
         raise click.BadParameter(

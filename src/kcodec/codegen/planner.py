@@ -15,13 +15,14 @@ from kcodec.codegen.constants import ConstantPool
 from kcodec.codegen.layout import FieldPlan, StructPlan, ValuePlan, default_source, layout_message
 from kcodec.codegen.merge import MergedMessage, MergedStruct
 from kcodec.codegen.plan_construct import ConstructPlanner
+from kcodec.codegen.plan_json import plan_json
 from kcodec.codegen.plan_ops import OpBuilder
 from kcodec.codegen.program import ClassField, ClassPlan, FunctionPlan, ModulePlan, PackagePlan, Target
 from kcodec.codegen.registry import index_plan
 from kcodec.codegen.spec.fields import FieldSpec, to_snake
 from kcodec.codegen.spec.messages import MessageSpec
 from kcodec.codegen.spec.structs import StructSpec
-from kcodec.codegen.spec.versions import Versions
+from kcodec.codegen.spec.versions import Versions, version_ranges
 from kcodec.codegen.strategy import has_records, read_strategy, reads_records, write_strategy
 from kcodec.codegen.wire_types import WIRE_TYPES
 
@@ -32,19 +33,6 @@ def module_name(message: str) -> str:
 
 def vrange(v: Versions) -> str:
     return "None" if v.empty else f"({v.lowest}, {v.highest})"
-
-
-def version_ranges(versions: list[int]) -> str:
-    """``[1, 2, 3, 5]`` -> ``"1-3, 5"``."""
-    out: list[str] = []
-    start = prev = versions[0]
-    for v in [*versions[1:], -1]:
-        if v == prev + 1:
-            prev = v
-            continue
-        out.append(str(start) if start == prev else f"{start}-{prev}")
-        start = prev = v
-    return ", ".join(out)
 
 
 def struct_layouts(root: StructPlan) -> list[StructPlan]:
@@ -109,6 +97,8 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
     structs = tuple(construct.struct(sp, version_ranges(served[sp])) for sp in ids)
     construct_imports, backend_imports = construct.imports()
     owners = tuple((v, merged.owner(v).source) for v in merged.versions)
+    sources = tuple(source_files[s.source] for s in reversed(merged.specs))
+    fields_by_set = specs_by_set(merged)
     owner_ranges = []
     for spec in reversed(merged.specs):
         vs = [v for v, s in owners if s == spec.source]
@@ -123,9 +113,9 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
         lowest=merged.versions.lowest,
         highest=merged.versions.highest,
         target=target,
-        sources=tuple(source_files[s.source] for s in reversed(merged.specs)),
+        sources=sources,
         owner_ranges=tuple(owner_ranges),
-        classes=_plan_classes(merged, target),
+        classes=_plan_classes(merged, fields_by_set, target),
         functions=functions,
         roots=tuple((v, ids[root]) for v, root in layouts.items()),
         formats=tuple((name, fmt) for fmt, name in pool.formats.items()),
@@ -138,6 +128,7 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
         construct=structs,
         construct_imports=construct_imports,
         backend_imports=backend_imports,
+        json=plan_json(merged, fields_by_set, sources, module_name(merged.name)),
     )
 
 
@@ -264,8 +255,9 @@ def _field_doc(attr: str, f: FieldSpec, default: str) -> str:
     return "; ".join(parts)
 
 
-def _plan_classes(merged: MergedMessage, target: Target) -> tuple[ClassPlan, ...]:
-    fields_by_set = specs_by_set(merged)
+def _plan_classes(
+    merged: MergedMessage, fields_by_set: dict[str, dict[str, tuple[FieldSpec, ...]]], target: Target
+) -> tuple[ClassPlan, ...]:
     classes = []
     for name, ms in merged.classes.items():
         nullable = {

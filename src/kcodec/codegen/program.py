@@ -333,6 +333,52 @@ class ConstructStruct:
     tagged: tuple[tuple[int, str, str, str, str], ...]
 
 
+# --- JSON conversion -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JsonField:
+    """One member of a struct's Kafka JSON object: ``key`` and the expression giving its value.
+
+    ``condition`` (tagged fields): the member is written only when it holds; the value is then in
+    ``local`` (read once, as ``local := o.<attr>``). Untagged members have no condition."""
+
+    key: str
+    expr: str
+    condition: str = ""
+    local: str = ""
+    attr: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class JsonFunction:
+    """The converter of one struct layout to Kafka JSON (``JsonConverter.write``), shared by every
+    version whose fields, tags and defaults are the same. ``literal``: the members before the first
+    tagged one, built as one dict display; ``members``: the rest, in spec order."""
+
+    id: str  # <Struct>_v<first version it serves>
+    cls: str
+    versions: str
+    records: bool  # takes ``rec``, the converter of records values (it or a struct below has records)
+    literal: tuple[JsonField, ...]
+    members: tuple[JsonField, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class JsonModulePlan:
+    """A message's JSON module (``kcodec._generated.json_.<module>``), loaded on first ``to_json``."""
+
+    name: str
+    module: str
+    sources: tuple[str, ...]
+    classes: tuple[str, ...]  # imported from the codec module (annotations, tagged struct defaults)
+    defaults: tuple[tuple[str, str], ...]  # (constant, source): defaults tagged values are compared with
+    uses: tuple[str, ...]  # the helpers the functions use: b64, uuid, Uuid
+    functions: tuple[JsonFunction, ...]  # children first
+    roots: tuple[tuple[int, str], ...]  # version -> root function id
+    records_versions: tuple[int, ...]  # the versions whose root converter takes ``rec``
+
+
 @dataclass(frozen=True, slots=True)
 class ModulePlan:
     """Everything one message's generated modules hold (the codec module and the construct module)."""
@@ -360,6 +406,7 @@ class ModulePlan:
     construct: tuple[ConstructStruct, ...]
     construct_imports: tuple[str, ...]
     backend_imports: tuple[str, ...]
+    json: JsonModulePlan | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
-"""Print a package plan with jinja2: one Python codec module and one construct module per message,
-the package index and the runtime's copy of the wire-type table. Printing decides nothing."""
+"""Print a package plan with jinja2: per message a Python codec module, a construct module and a
+module converting it to Kafka JSON; the package index and the runtime's copy of the wire-type table.
+Printing decides nothing."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ TEMPLATES = Path(__file__).parent / "templates" / "python"
 
 #: subpackage of the generated package holding the construct definitions (kcodec.construct_backend).
 CONSTRUCT_PACKAGE = "construct_"
+#: subpackage of the generated package holding each message's conversion to Kafka JSON (kcodec.jsonconv)
+JSON_PACKAGE = "json_"
 #: module of the generated package with the typed overloads of the by-name API (kcodec.messages)
 TYPING_MODULE = "typing_api"
 
@@ -51,14 +54,22 @@ def render_construct(env: jinja2.Environment, module: ModulePlan) -> str:
     return tidy(env.get_template("construct.py.j2").render(module=module))
 
 
+def render_json(env: jinja2.Environment, module: ModulePlan) -> str:
+    """The module converting one message to Kafka JSON."""
+    return tidy(env.get_template("json.py.j2").render(json=module.json))
+
+
 def render_package(plan: PackagePlan) -> dict[str, dict[str, str]]:
     """Every file of the generated package: ``{subfolder: {file name: source}}`` ("" is the package)."""
     env = environment()
     package: dict[str, str] = {}
     constructs: dict[str, str] = {}
+    jsons: dict[str, str] = {}
     for module in plan.modules:
         package[f"{module.module}.py"] = render_module(env, module)
         constructs[f"{module.module}.py"] = render_construct(env, module)
+        if module.json is not None:
+            jsons[f"{module.module}.py"] = render_json(env, module)
     for stub in plan.stubs:  # compiled modules: the interpreted module, for type checkers
         package[f"{stub.module}.pyi"] = render_module(env, stub)
     package["__init__.py"] = tidy(env.get_template("index.py.j2").render(**plan.index))
@@ -69,4 +80,5 @@ def render_package(plan: PackagePlan) -> dict[str, dict[str, str]]:
     )
     construct_index = env.get_template("construct_index.py.j2")
     constructs["__init__.py"] = tidy(construct_index.render(sources=plan.index["sources"]))
-    return {"": package, CONSTRUCT_PACKAGE: constructs}
+    jsons["__init__.py"] = tidy(env.get_template("json_index.py.j2").render(sources=plan.index["sources"]))
+    return {"": package, CONSTRUCT_PACKAGE: constructs, JSON_PACKAGE: jsons}

@@ -80,3 +80,16 @@ class Versions:
 
 Versions.NONE = Versions(1, 0)
 Versions.ALL = Versions(0, MAX_VERSION)
+
+
+def version_ranges(versions: list[int]) -> str:
+    """A sorted list of versions as ranges: ``[1, 2, 3, 5]`` -> ``"1-3, 5"``."""
+    out: list[str] = []
+    start = prev = versions[0]
+    for v in [*versions[1:], -1]:
+        if v == prev + 1:
+            prev = v
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = v
+    return ", ".join(out)

@@ -1,0 +1,21 @@
+"""How wire values look in Kafka's JSON (``JsonConverter``): the helpers the generated converters call
+(``kcodec._generated.json_``, through ``kcodec.jsonconv``)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from kcodec.values import Uuid
+
+__all__ = ["b64", "uuid_text"]
+
+
+def b64(value: Any) -> str:
+    """Bytes and records: standard base64."""
+    return base64.b64encode(value).decode("ascii")
+
+
+def uuid_text(value: Any) -> str:
+    """A uuid: Kafka's 22-character URL-safe base64 (``Uuid.toString()``)."""
+    return str(value) if isinstance(value, Uuid) else str(Uuid(value))
