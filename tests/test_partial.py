@@ -217,3 +217,23 @@ def test_capture_frame_whose_header_breaks_has_no_partial_body() -> None:
     cut = _cut_frame(req, 4 + 2 + 2 + 4 + 2 + 3)  # inside the client id
     f = _frames([cut], [])[0]
     assert f.error is not None and f.partial is None and f.to_dict()["body"] is None
+
+
+def test_capture_frame_cut_by_the_end_of_the_capture_shows_the_partial_body() -> None:
+    fetch = kcodec.message_class("FetchRequest")
+    topic, part = fetch.FetchTopic, fetch.FetchPartition
+    req = fetch(max_wait_ms=500, topics=[topic(topic="orders", partitions=[
+        part(partition=i, current_leader_epoch=3, fetch_offset=100 + i) for i in range(6)])])
+    whole = kcodec.encode_request(req, 12, correlation_id=9, client_id="app")
+    captured = whole[: len(whole) - 40]  # the capture ends 40 bytes before the frame does
+    (f,) = _frames([captured], [])
+    assert f.error is not None and f.error.reason.startswith("frame truncated")
+    assert f.partial is not None and f.header is not None
+    d = f.to_dict()
+    assert d["partial"] is True and d["header"]["clientId"] == "app"
+    assert d["diagnostics"][-1].startswith("DecodeError: frame truncated")
+    assert d["diagnostics"][-2].startswith("partial body: FetchRequest v12 read ")
+    body = whole[4 + 2 + 2 + 4 + 2 + 3 + 1 :]
+    ends, starts = field_map("FetchRequest", 12, body)
+    want = restrict("FetchRequest", 12, kcodec.to_json(req, 12), ends, starts, len(captured) - (len(whole) - len(body)))
+    assert d["body"] == want and len(want["topics"][0]["partitions"]) >= 3

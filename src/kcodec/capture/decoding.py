@@ -34,6 +34,7 @@ __all__ = ["FrameDecoder", "header_fields", "read_partial_body"]
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _PRODUCE_KEY = 0
+_CUT = "frame truncated"  # the framer's reason for a frame of which only the first bytes were captured
 _METADATA_KEY = 3
 
 
@@ -58,11 +59,12 @@ def _reasons(diagnostics: list[Diagnostic]) -> tuple[str, ...]:
     return tuple(d.reason for d in diagnostics)
 
 
-def read_partial_body(frame: CapturedFrame, data: bytes, request: bool) -> None:
+def read_partial_body(frame: CapturedFrame, data: bytes, request: bool, *, cut: bool = False) -> None:
     """For a frame whose body did not decode (``frame.error`` set; api key and version known): when
-    its header decodes and the error lies in the body, set ``frame.header`` and ``frame.partial``
-    (the body read as far as it goes; offsets count from the size prefix, as the error's do) and put
-    a diagnostic saying what was read before the error's own (which stays last)."""
+    its header decodes and the error lies in the body (or ``cut``: the capture has only the first
+    bytes of the frame, ``data``), set ``frame.header`` and ``frame.partial`` (the body read as far
+    as it goes; offsets count from the size prefix, as the error's do) and put a diagnostic saying
+    what was read before the error's own (which stays last)."""
     error, key, version = frame.error, frame.api_key, frame.api_version
     if not isinstance(error, DecodeError) or isinstance(error, TrailingBytesError):
         return
@@ -71,7 +73,7 @@ def read_partial_body(frame: CapturedFrame, data: bytes, request: bool) -> None:
     try:
         info = api(key)
         name = info.request if request else info.response
-        if error.path != name and not error.path.startswith((f"{name}.", f"{name}[")):
+        if not cut and error.path != name and not error.path.startswith((f"{name}.", f"{name}[")):
             return  # the size prefix or the header is what broke
         hv = info.request_header_version(version) if request else info.response_header_version(version)
         header, end = decode_at("RequestHeader" if request else "ResponseHeader", hv, memoryview(data)[4:])
@@ -102,6 +104,8 @@ class FrameDecoder:
             frame.api_key, frame.api_version, frame.correlation_id = header_fields(raw.data, True)
         if raw.error is not None:
             frame.fail(raw.error)
+            if raw.framed and raw.error.reason.startswith(_CUT):
+                read_partial_body(frame, raw.data, True, cut=True)
         else:
             self._decode_request(frame, raw.data)
         if frame.api_key is not None and frame.api_version is not None and frame.correlation_id is not None:
@@ -153,6 +157,8 @@ class FrameDecoder:
             frame.latency = frame.timestamp - sent
         if raw.error is not None:
             frame.fail(raw.error)
+            if raw.framed and raw.error.reason.startswith(_CUT):
+                read_partial_body(frame, raw.data, False, cut=True)
         elif frame.api_key is None or frame.api_version is None:
             frame.fail(
                 UnmatchedResponseError(
