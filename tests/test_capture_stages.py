@@ -187,6 +187,22 @@ def test_segments_are_rows() -> None:
     assert not any(not s.payload and s.flags == ACK for s in segs)  # pure ACKs are dropped
 
 
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
+def test_payload_offset_locates_the_payload_in_the_file(fmt: str) -> None:
+    """A job can ship a segment's position instead of its bytes and read them back from the file."""
+    whole = (pcap if fmt == "pcap" else pcapng)(_conversation(20, mss=700).packets)
+    segs = [s for s in iter_segments(io.BytesIO(whole)) if isinstance(s, Segment)]
+    assert sum(1 for s in segs if s.payload) > 20
+    for s in segs:
+        if s.payload:
+            assert whole[s.payload_offset : s.payload_offset + len(s.payload)] == s.payload
+        else:
+            assert s.payload_offset == -1
+    mid = len(whole) // 2  # a byte range read apart gives the same positions
+    split = [s for s in iter_segments(io.BytesIO(whole), start=mid) if isinstance(s, Segment)]
+    assert split and [s.payload_offset for s in split] == [s.payload_offset for s in segs[-len(split) :]]
+
+
 # --- reassembly ----------------------------------------------------------------------------------------
 
 

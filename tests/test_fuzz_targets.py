@@ -52,8 +52,9 @@ def kcodec_broker() -> Iterator[Target]:
 
 
 def _session(target: Target, out: Path, **kw: object) -> Session:
+    settings: dict[str, object] = {"duration": 4.0, "iterations": 400, **kw}
     config = FuzzConfig(
-        target.host, target.port, seed=7, duration=4.0, iterations=400, rate=500, timeout=0.5, out=out, **kw
+        target.host, target.port, seed=7, rate=500, timeout=0.5, out=out, **settings
     )  # type: ignore[arg-type]
     session = Session(config)
     session.run()
@@ -63,8 +64,13 @@ def _session(target: Target, out: Path, **kw: object) -> Session:
 @pytest.mark.parametrize("which", ["mock", "tansu", "kcodec_broker"])
 def test_valid_requests_of_every_api(which: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     target: Target = request.getfixturevalue(which)
-    s = _session(target, tmp_path, valid_rate=1.0, frame_rate=0.0, minimize=False)
-    assert s.stats.sent > 20 and s.stats.outcomes["response"] > 0
+    # bounded by a request count, not by time: group APIs held for a rebalance cost the reply timeout,
+    # and on a loaded machine 4 s gave under 20 requests
+    s = _session(
+        target, tmp_path, valid_rate=1.0, frame_rate=0.0, minimize=False, duration=20.0, iterations=30
+    )
+    assert s.stats.stopped_by in ("iterations", "broker_died", "broker_unresponsive"), s.stats
+    assert s.stats.sent >= 20 and s.stats.outcomes["response"] > 0
     assert len(s.negotiated) > 10 and len(s.stats.per_api) > 5
     for path in tmp_path.glob("*.json"):
         f = load_finding(path)

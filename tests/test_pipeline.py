@@ -91,8 +91,12 @@ def output(spark: Any, inputs: dict[str, Any], tmp_path_factory: pytest.TempPath
     from kcodec.pipeline import run_pipeline
 
     out = tmp_path_factory.mktemp("out")
-    # Small splits: part-01 and the sample files are read in several byte ranges by separate tasks.
-    run = run_pipeline([str(inputs["root"])], str(out), split_size=8 << 10, progress=False)
+    # Small splits: part-01 and the sample files are read in several byte ranges by separate tasks;
+    # more connection partitions than the default for so small an input, so that the connections
+    # are decoded by several tasks and numbered across them.
+    run = run_pipeline(
+        [str(inputs["root"])], str(out), split_size=8 << 10, partitions=5, progress=False
+    )
     assert run.result.summary["files"] == 6
     return out
 

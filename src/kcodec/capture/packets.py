@@ -64,6 +64,7 @@ class RawPacket:
     linktype: int
     data: bytes
     wire_length: int
+    data_offset: int = -1  # byte offset of ``data`` in the file (-1: not known)
 
 
 class _Reader:
@@ -261,7 +262,13 @@ class _Pcap:
                     rec_at = r.pos
                     r.pos = rec_at + 16 + incl
                     yield RawPacket(
-                        index, rec_at, sec + frac * unit, linktype, buf[i + 16 : i + 16 + incl], orig
+                        index,
+                        rec_at,
+                        sec + frac * unit,
+                        linktype,
+                        buf[i + 16 : i + 16 + incl],
+                        orig,
+                        rec_at + 16,
                     )
                     continue
             if not r.need(16):
@@ -317,9 +324,9 @@ class _Pcap:
                     incl - len(data),
                 )
                 if data:
-                    yield RawPacket(index, rec_at, ts, linktype, data, orig)
+                    yield RawPacket(index, rec_at, ts, linktype, data, orig, rec_at + 16)
                 return
-            yield RawPacket(index, rec_at, ts, linktype, r.take(incl), orig)
+            yield RawPacket(index, rec_at, ts, linktype, r.take(incl), orig, rec_at + 16)
 
 
 class _PcapNg:
@@ -473,12 +480,14 @@ class _PcapNg:
             packet = self._packet(btype, block)
             if packet is None:
                 continue
-            ts, linktype, data, wire = packet
+            ts, linktype, data, wire, data_at = packet
             index += 1
             last_ts = ts
-            yield RawPacket(index, at, ts, linktype, data, wire)
+            yield RawPacket(index, at, ts, linktype, data, wire, at + 8 + data_at)
 
-    def _packet(self, btype: int, block: bytes) -> tuple[float, int, bytes, int] | None:
+    def _packet(self, btype: int, block: bytes) -> tuple[float, int, bytes, int, int] | None:
+        """(time, link type, data, wire length, offset of the data in the block's body) of a packet
+        block, or None."""
         o = self.order
         if btype == _NG_EPB and len(block) >= 20:
             iface, hi, lo, cap, wire = struct.unpack_from(o + "IIIII", block, 0)
@@ -496,4 +505,4 @@ class _PcapNg:
             return None
         linktype, tick, offset = self.interfaces[iface]
         ts = ((hi << 32) | lo) * tick + offset
-        return ts, linktype, block[data_at : data_at + cap], wire
+        return ts, linktype, block[data_at : data_at + cap], wire, data_at

@@ -45,6 +45,7 @@ class Segment:
     file: str = ""  # the capture file it came from
     index: int = 0  # packet number in what was read of that file (1, 2, ...)
     offset: int = 0  # byte offset of the packet's record in that file
+    payload_offset: int = -1  # byte offset of the payload in that file (-1: not known)
 
     @property
     def syn(self) -> bool:
@@ -72,6 +73,7 @@ SEGMENT_SCHEMA: tuple[tuple[str, str], ...] = (
     ("file", "string"),
     ("index", "long"),
     ("offset", "long"),
+    ("payload_offset", "long"),
 )
 
 _U16 = struct.Struct(">H")
@@ -163,18 +165,33 @@ def _tcp_of(etype: int, buf: bytes, pos: int) -> tuple[bytes, bytes, int, int] |
 
 
 def segment_of(
-    linktype: int, data: bytes, timestamp: float, *, file: str = "", index: int = 0, offset: int = 0
+    linktype: int,
+    data: bytes,
+    timestamp: float,
+    *,
+    file: str = "",
+    index: int = 0,
+    offset: int = 0,
+    data_offset: int = -1,
 ) -> Segment | None:
     """The TCP segment in one link-layer frame, or None if it is not TCP over IPv4/IPv6 (raises
-    nothing; an IP fragment is None too)."""
+    nothing; an IP fragment is None too). ``data_offset``: where ``data`` starts in the file, if
+    known (the segment's ``payload_offset`` is then set)."""
     try:
-        return _segment(linktype, data, timestamp, file, index, offset, True)
+        return _segment(linktype, data, timestamp, file, index, offset, data_offset, True)
     except _Fragment:
         return None
 
 
 def _segment(
-    linktype: int, data: bytes, ts: float, file: str, index: int, offset: int, keep_acks: bool
+    linktype: int,
+    data: bytes,
+    ts: float,
+    file: str,
+    index: int,
+    offset: int,
+    data_offset: int,
+    keep_acks: bool,
 ) -> Segment | None:
     net = _network_layer(linktype, data)
     if net is None:
@@ -195,7 +212,8 @@ def _segment(
         return None
     src, dst = _endpoint(saddr, sport), _endpoint(daddr, dport)
     key = f"{src} {dst}" if src < dst else f"{dst} {src}"
-    return Segment(key, src, dst, seq, ack, flags, ts, payload, file, index, offset)
+    payload_offset = data_offset + at + hlen if data_offset >= 0 and payload else -1
+    return Segment(key, src, dst, seq, ack, flags, ts, payload, file, index, offset, payload_offset)
 
 
 def iter_segments(
@@ -219,7 +237,16 @@ def iter_segments(
             continue
         last_ts = item.timestamp
         try:
-            seg = _segment(item.linktype, item.data, item.timestamp, name, item.index, item.offset, keep_acks)
+            seg = _segment(
+                item.linktype,
+                item.data,
+                item.timestamp,
+                name,
+                item.index,
+                item.offset,
+                item.data_offset,
+                keep_acks,
+            )
         except _Fragment:
             fragments += 1
             continue

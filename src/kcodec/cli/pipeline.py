@@ -27,7 +27,9 @@ def _one_line(e: BaseException) -> str:
     help="Files larger than this (MB) are read in byte ranges by parallel tasks.",
 )
 @click.option(
-    "--partitions", type=click.IntRange(1, 100000), help="Connection partitions (default 2x cores)."
+    "--partitions",
+    type=click.IntRange(1, 100000),
+    help="Connection partitions (default: 1 per 16 MB of input, 1-8 per core).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary.")
 def pipeline_command(

@@ -1,9 +1,11 @@
-"""The aggregate tables, computed by Spark from the ``frames`` table (as written) and ``diagnostics``.
+"""The aggregate tables, from the tasks' merged :class:`~kcodec.pipeline.partials.Partials` (computed
+from the final ``frames`` and ``diagnostics`` rows), as plain rows with their Arrow schemas.
 
 - ``api_stats``: per API and version: requests, responses, their bytes (size prefix included),
   undecodable and non-conformant frames, first and last time.
 - ``latency``: per API and version, over responses matched to their request: count, mean, p50, p90,
-  p99 (``percentile_approx``, accuracy 10000: exact below 10000 responses per group) and max, in ms.
+  p99 (nearest rank; exact below 10000 responses per group, see :mod:`~kcodec.pipeline.partials`)
+  and max, in ms.
 - ``errors``: per API, topic and error: how many times a non-zero error code was answered.
 - ``clients``: per client id and client software (ApiVersions v3+), per API: the versions used,
   requests and connections.
@@ -16,18 +18,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from itertools import pairwise
+from typing import Any
 
-from kcodec.error_codes import ErrorCode
-from kcodec.sentinels import NO_LEADER_EPOCH
+from kcodec.pipeline.partials import Partials
 
-if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+__all__ = ["SCHEMAS", "aggregate_tables", "arrow_schema", "bucket_width"]
 
-__all__ = ["aggregate_tables", "bucket_width", "summary"]
+Row = dict[str, Any]
 
-_FENCING = (int(ErrorCode.FENCED_LEADER_EPOCH), int(ErrorCode.UNKNOWN_LEADER_EPOCH))
-_ACCURACY = 10000
 #: Time bucket widths (seconds) the timeline picks from: the first giving at most ~150 buckets.
 _WIDTHS = (
     0.01,
@@ -55,6 +55,96 @@ _WIDTHS = (
     86400,
 )
 
+#: (column, type) of each table: ``int``/``long``/``double``/``string``, ``array<int>``.
+SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
+    "summary": (
+        ("files", "long"),
+        ("input_bytes", "long"),
+        ("frames", "long"),
+        ("requests", "long"),
+        ("responses", "long"),
+        ("connections", "long"),
+        ("undecodable", "long"),
+        ("non_conformant", "long"),
+        ("client_ids", "long"),
+        ("apis", "long"),
+        ("first_time", "double"),
+        ("last_time", "double"),
+        ("stream_issues", "long"),
+        ("file_issues", "long"),
+        ("unreadable_files", "long"),
+    ),
+    "api_stats": (
+        ("api_key", "int"),
+        ("api_name", "string"),
+        ("api_version", "int"),
+        ("requests", "long"),
+        ("responses", "long"),
+        ("request_bytes", "long"),
+        ("response_bytes", "long"),
+        ("undecodable", "long"),
+        ("non_conformant", "long"),
+        ("first_time", "double"),
+        ("last_time", "double"),
+    ),
+    "latency": (
+        ("api_key", "int"),
+        ("api_name", "string"),
+        ("api_version", "int"),
+        ("count", "long"),
+        ("mean_ms", "double"),
+        ("p50_ms", "double"),
+        ("p90_ms", "double"),
+        ("p99_ms", "double"),
+        ("max_ms", "double"),
+    ),
+    "errors": (
+        ("api_name", "string"),
+        ("topic", "string"),
+        ("error_code", "int"),
+        ("error_name", "string"),
+        ("count", "long"),
+        ("first_time", "double"),
+        ("last_time", "double"),
+    ),
+    "clients": (
+        ("client_id", "string"),
+        ("client_software_name", "string"),
+        ("client_software_version", "string"),
+        ("api_key", "int"),
+        ("api_name", "string"),
+        ("versions", "array<int>"),
+        ("requests", "long"),
+        ("connections", "long"),
+    ),
+    "fencing": (
+        ("time", "double"),
+        ("topic", "string"),
+        ("partition", "int"),
+        ("event", "string"),
+        ("api_name", "string"),
+        ("connection", "int"),
+        ("client", "string"),
+        ("server", "string"),
+        ("client_id", "string"),
+        ("leader_epoch", "int"),
+        ("previous_leader_epoch", "int"),
+        ("current_leader_epoch", "int"),
+    ),
+    "timeline": (
+        ("bucket", "double"),
+        ("bucket_seconds", "double"),
+        ("api_name", "string"),
+        ("requests", "long"),
+        ("requests_per_second", "double"),
+        ("responses", "long"),
+        ("bytes", "long"),
+        ("error_responses", "long"),
+        ("latency_p50_ms", "double"),
+        ("latency_p99_ms", "double"),
+    ),
+}
+
 
 def bucket_width(span: float, buckets: int = 150) -> float:
     """The timeline's bucket width for a capture lasting ``span`` seconds."""
@@ -64,236 +154,161 @@ def bucket_width(span: float, buckets: int = 150) -> float:
     return float(_WIDTHS[-1])
 
 
-def _frame_bytes() -> Column:
-    from pyspark.sql import functions as F
+def _asc(*values: Any) -> tuple[Any, ...]:
+    """Sort key, ascending with None first (as Spark's ``orderBy``)."""
+    return tuple((v is not None, v) for v in values)
 
-    return F.when(F.col("size").isNotNull(), F.col("size") + 4).otherwise(F.lit(0))
+
+def summary(p: Partials, files: int, input_bytes: int) -> list[Row]:
+    frames, requests, responses, undecodable, flagged, first, last = p.totals
+    return [
+        {
+            "files": files,
+            "input_bytes": input_bytes,
+            "frames": frames,
+            "requests": requests,
+            "responses": responses,
+            "connections": len(p.connections),
+            "undecodable": undecodable,
+            "non_conformant": flagged,
+            "client_ids": len(p.client_ids),
+            "apis": len(p.apis),
+            "first_time": first,
+            "last_time": last,
+            "stream_issues": p.stream_issues,
+            "file_issues": p.file_issues,
+            "unreadable_files": len(p.unreadable),
+        }
+    ]
 
 
-def api_stats(frames: DataFrame) -> DataFrame:
-    from pyspark.sql import functions as F
+def api_stats(p: Partials) -> list[Row]:
+    names = [name for name, _ in SCHEMAS["api_stats"]]
+    rows = [dict(zip(names, (*group, *s), strict=True)) for group, s in p.api_stats.items()]
+    return sorted(rows, key=lambda r: _asc(r["api_key"], r["api_version"]))
 
-    req = F.col("direction") == "request"
-    resp = F.col("direction") == "response"
-    return (
-        frames.groupBy("api_key", "api_name", "api_version")
-        .agg(
-            F.count(F.when(req, 1)).alias("requests"),
-            F.count(F.when(resp, 1)).alias("responses"),
-            F.sum(F.when(req, _frame_bytes()).otherwise(0)).alias("request_bytes"),
-            F.sum(F.when(resp, _frame_bytes()).otherwise(0)).alias("response_bytes"),
-            F.count(F.when(F.col("error").isNotNull(), 1)).alias("undecodable"),
-            F.count(F.when(F.size("diagnostics") > 0, 1)).alias("non_conformant"),
-            F.min("time").alias("first_time"),
-            F.max("time").alias("last_time"),
+
+def latency(p: Partials) -> list[Row]:
+    rows = []
+    for (key, name, version), (count, total, top, sketch) in p.latency.items():
+        p50, p90, p99 = sketch.quantiles((0.5, 0.9, 0.99))
+        rows.append(
+            {
+                "api_key": key,
+                "api_name": name,
+                "api_version": version,
+                "count": count,
+                "mean_ms": total / count,
+                "p50_ms": p50,
+                "p90_ms": p90,
+                "p99_ms": p99,
+                "max_ms": top,
+            }
         )
-        .orderBy("api_key", "api_version")
-    )
+    return sorted(rows, key=lambda r: _asc(r["api_key"], r["api_version"]))
 
 
-def latency(frames: DataFrame) -> DataFrame:
-    from pyspark.sql import functions as F
+def errors(p: Partials) -> list[Row]:
+    names = [name for name, _ in SCHEMAS["errors"]]
+    rows = [dict(zip(names, (*key, *c), strict=True)) for key, c in p.errors.items()]
+    rows.sort(key=lambda r: _asc(r["api_name"], r["topic"], r["error_code"]))
+    rows.sort(key=lambda r: -r["count"])  # stable: count descending, then the rest ascending
+    return rows
 
-    ms = F.col("latency") * 1000.0
-    q = F.percentile_approx(ms, [0.5, 0.9, 0.99], _ACCURACY)
-    return (
-        frames.where((F.col("direction") == "response") & F.col("latency").isNotNull())
-        .groupBy("api_key", "api_name", "api_version")
-        .agg(
-            F.count("*").alias("count"), F.mean(ms).alias("mean_ms"), q.alias("q"), F.max(ms).alias("max_ms")
+
+def clients(p: Partials) -> list[Row]:
+    rows = [
+        {
+            "client_id": cid,
+            "client_software_name": sw_name,
+            "client_software_version": sw_version,
+            "api_key": key,
+            "api_name": name,
+            "versions": sorted(versions),
+            "requests": requests,
+            "connections": len(conns),
+        }
+        for (cid, sw_name, sw_version, key, name), (versions, requests, conns) in p.clients.items()
+    ]
+    return sorted(rows, key=lambda r: _asc(r["client_id"], r["client_software_name"], r["api_key"]))
+
+
+def fencing(p: Partials) -> list[Row]:
+    """The fencing answers, and every change of a partition's stated leader epoch (each statement in
+    order of time, connection and stream offset, compared with the one before it)."""
+    rows = list(p.fenced)
+    for (topic, partition), stated in p.stated.items():
+        stated.sort(key=lambda s: _asc(s[0], s[1], s[2]))
+        for before, now in pairwise(stated):
+            if now[3] != before[3]:
+                t, conn, _offset, epoch, api_name, client, server, client_id = now
+                rows.append(
+                    {
+                        "time": t,
+                        "topic": topic,
+                        "partition": partition,
+                        "event": "LEADER_EPOCH_CHANGE",
+                        "api_name": api_name,
+                        "connection": conn,
+                        "client": client,
+                        "server": server,
+                        "client_id": client_id,
+                        "leader_epoch": epoch,
+                        "previous_leader_epoch": before[3],
+                        "current_leader_epoch": None,
+                    }
+                )
+    return sorted(rows, key=lambda r: _asc(r["time"], r["topic"], r["partition"], r["event"]))
+
+
+def timeline(p: Partials) -> list[Row]:
+    width = p.width
+    rows = []
+    for (bucket, api_name), (requests, responses, nbytes, errs, sketch) in p.timeline.items():
+        p50, p99 = sketch.quantiles((0.5, 0.99))
+        rows.append(
+            {
+                "bucket": bucket,
+                "bucket_seconds": width,
+                "api_name": api_name,
+                "requests": requests,
+                "requests_per_second": requests / width,
+                "responses": responses,
+                "bytes": nbytes,
+                "error_responses": errs,
+                "latency_p50_ms": p50,
+                "latency_p99_ms": p99,
+            }
         )
-        .select(
-            "api_key",
-            "api_name",
-            "api_version",
-            "count",
-            "mean_ms",
-            F.col("q")[0].alias("p50_ms"),
-            F.col("q")[1].alias("p90_ms"),
-            F.col("q")[2].alias("p99_ms"),
-            "max_ms",
-        )
-        .orderBy("api_key", "api_version")
-    )
+    return sorted(rows, key=lambda r: _asc(r["bucket"], r["api_name"]))
 
 
-def errors(frames: DataFrame) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    return (
-        frames.select("api_name", "time", F.explode("errors").alias("e"))
-        .groupBy(
-            "api_name",
-            F.col("e.topic").alias("topic"),
-            F.col("e.error_code").alias("error_code"),
-            F.col("e.error_name").alias("error_name"),
-        )
-        .agg(F.count("*").alias("count"), F.min("time").alias("first_time"), F.max("time").alias("last_time"))
-        .orderBy(F.desc("count"), "api_name", "topic", "error_code")
-    )
+_TABLES: dict[str, Callable[[Partials], list[Row]]] = {
+    "api_stats": api_stats,
+    "latency": latency,
+    "errors": errors,
+    "clients": clients,
+    "fencing": fencing,
+    "timeline": timeline,
+}
 
 
-def clients(frames: DataFrame) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    return (
-        frames.where((F.col("direction") == "request") & F.col("api_key").isNotNull())
-        .groupBy("client_id", "client_software_name", "client_software_version", "api_key", "api_name")
-        .agg(
-            F.array_sort(F.collect_set("api_version")).alias("versions"),
-            F.count("*").alias("requests"),
-            F.countDistinct("connection").alias("connections"),
-        )
-        .orderBy("client_id", "client_software_name", "api_key")
-    )
+def aggregate_tables(p: Partials, files: int, input_bytes: int) -> dict[str, list[Row]]:
+    """Every aggregate table by name, ``summary`` first."""
+    out = {"summary": summary(p, files, input_bytes)}
+    out.update({name: build(p) for name, build in _TABLES.items()})
+    return out
 
 
-def fencing(frames: DataFrame) -> DataFrame:
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
+def arrow_schema(name: str) -> Any:
+    """The pyarrow schema of table ``name``."""
+    import pyarrow as pa
 
-    who = ["connection", "client", "server", "client_id"]
-    answered = (
-        frames.where(F.col("direction") == "response")
-        .select("time", "api_name", "correlation_id", *who, F.explode("errors").alias("e"))
-        .where(F.col("e.error_code").isin(*_FENCING) & F.col("e.partition").isNotNull())
-        .select(
-            "time",
-            "api_name",
-            "correlation_id",
-            *who,
-            F.col("e.topic").alias("topic"),
-            F.col("e.partition").alias("partition"),
-            F.col("e.error_name").alias("event"),
-        )
-    )
-    asked = (
-        frames.where(F.col("direction") == "request")
-        .select("connection", "correlation_id", F.explode("partitions").alias("p"))
-        .select(
-            "connection",
-            "correlation_id",
-            F.col("p.topic").alias("topic"),
-            F.col("p.partition").alias("partition"),
-            F.col("p.current_leader_epoch").alias("current_leader_epoch"),
-        )
-    )
-    keys = ["connection", "correlation_id", "topic", "partition"]
-    fenced = (
-        F.broadcast(answered)
-        .join(asked, keys, "left")
-        .select(
-            "time",
-            "topic",
-            "partition",
-            "event",
-            "api_name",
-            *who,
-            F.lit(None).cast("int").alias("leader_epoch"),
-            F.lit(None).cast("int").alias("previous_leader_epoch"),
-            "current_leader_epoch",
-        )
-    )
-    stated = (
-        frames.select("time", "api_name", "stream_offset", *who, F.explode("partitions").alias("p"))
-        .where(F.col("p.leader_epoch") > NO_LEADER_EPOCH)
-        .select(
-            "time",
-            "api_name",
-            "stream_offset",
-            *who,
-            F.col("p.topic").alias("topic"),
-            F.col("p.partition").alias("partition"),
-            F.col("p.leader_epoch").alias("leader_epoch"),
-        )
-    )
-    order = Window.partitionBy("topic", "partition").orderBy("time", "connection", "stream_offset")
-    changes = (
-        stated.withColumn("previous_leader_epoch", F.lag("leader_epoch").over(order))
-        .where(
-            F.col("previous_leader_epoch").isNotNull()
-            & (F.col("previous_leader_epoch") != F.col("leader_epoch"))
-        )
-        .select(
-            "time",
-            "topic",
-            "partition",
-            F.lit("LEADER_EPOCH_CHANGE").alias("event"),
-            "api_name",
-            *who,
-            "leader_epoch",
-            "previous_leader_epoch",
-            F.lit(None).cast("int").alias("current_leader_epoch"),
-        )
-    )
-    return fenced.unionByName(changes).orderBy("time", "topic", "partition", "event")
-
-
-def timeline(frames: DataFrame, width: float) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    bucket = (F.floor(F.col("time") / width) * width).alias("bucket")
-    ms = F.col("latency") * 1000.0
-    req = F.col("direction") == "request"
-    q = F.percentile_approx(ms, [0.5, 0.99], _ACCURACY)
-    return (
-        frames.groupBy(bucket, F.coalesce("api_name", F.lit("unknown")).alias("api_name"))
-        .agg(
-            F.count(F.when(req, 1)).alias("requests"),
-            F.count(F.when(~req, 1)).alias("responses"),
-            F.sum(_frame_bytes()).alias("bytes"),
-            F.count(F.when(F.size("errors") > 0, 1)).alias("error_responses"),
-            q.alias("q"),
-        )
-        .select(
-            "bucket",
-            F.lit(width).alias("bucket_seconds"),
-            "api_name",
-            "requests",
-            (F.col("requests") / width).alias("requests_per_second"),
-            "responses",
-            "bytes",
-            "error_responses",
-            F.col("q")[0].alias("latency_p50_ms"),
-            F.col("q")[1].alias("latency_p99_ms"),
-        )
-        .orderBy("bucket", "api_name")
-    )
-
-
-def summary(frames: DataFrame, diagnostics: DataFrame, files: int, input_bytes: int) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    f = frames.agg(
-        F.count("*").alias("frames"),
-        F.count(F.when(F.col("direction") == "request", 1)).alias("requests"),
-        F.count(F.when(F.col("direction") == "response", 1)).alias("responses"),
-        F.countDistinct("connection").alias("connections"),
-        F.count(F.when(F.col("error").isNotNull(), 1)).alias("undecodable"),
-        F.count(F.when(F.size("diagnostics") > 0, 1)).alias("non_conformant"),
-        F.countDistinct("client_id").alias("client_ids"),
-        F.countDistinct("api_name").alias("apis"),
-        F.min("time").alias("first_time"),
-        F.max("time").alias("last_time"),
-    )
-    d = diagnostics.agg(
-        F.count(F.when(F.col("source") == "stream", 1)).alias("stream_issues"),
-        F.count(F.when((F.col("source") == "file") & (F.col("kind") != "unreadable-file"), 1)).alias(
-            "file_issues"
-        ),
-        F.countDistinct(F.when(F.col("kind") == "unreadable-file", F.col("file"))).alias("unreadable_files"),
-    )
-    return f.crossJoin(d).select(F.lit(files).alias("files"), F.lit(input_bytes).alias("input_bytes"), "*")
-
-
-def aggregate_tables(frames: DataFrame, span: float) -> dict[str, DataFrame]:
-    """Every aggregate table but ``summary`` by name (``timeline``'s bucket width from ``span``, the
-    capture's time span in seconds, which the summary gives)."""
-    return {
-        "api_stats": api_stats(frames),
-        "latency": latency(frames),
-        "errors": errors(frames),
-        "clients": clients(frames),
-        "fencing": fencing(frames),
-        "timeline": timeline(frames, bucket_width(span)),
+    types = {
+        "int": pa.int32(),
+        "long": pa.int64(),
+        "double": pa.float64(),
+        "string": pa.string(),
+        "array<int>": pa.list_(pa.int32()),
     }
+    return pa.schema([(column, types[t]) for column, t in SCHEMAS[name]])

@@ -1,27 +1,32 @@
 """Stage 2 on the executors: the segments of whole connections in, frame and issue rows out.
 
-The input of one task is a partition of the stage-1 rows, sorted by connection key and then by
-capture order (``file_order``, ``offset``: a connection that continues in the next rotated file is
-one stream). The segments of each key go through a :class:`kcodec.capture.CaptureDecoder` (which
-does reassembly, framing, pairing and decoding, and tells connections apart when a 4-tuple is
-reused); every frame and stream issue it yields becomes an :data:`EVENT_COLUMNS` row. File issues
-from stage 1 pass through.
+The input of one task is a partition of the stage-1 records, sorted by connection key and then by
+capture order (file order, offset: a connection that continues in the next rotated file is one
+stream). Each segment says where its payload lies in the input files; the payloads are read back
+here (:class:`~kcodec.pipeline.payloads.PayloadReader`). The segments of each key go through a
+:class:`kcodec.capture.CaptureDecoder` (which does reassembly, framing, pairing and decoding, and
+tells connections apart when a 4-tuple is reused); every frame and stream issue it yields becomes an
+:data:`EVENT_COLUMNS` row. File issues from stage 1 pass through.
 
 Connections are numbered ``local`` 1, 2, ... within their key here; the job numbers them across the
-whole input afterwards by the position of their first segment (``first_order``, ``first_offset``),
-which is how ``kcodec decode-capture`` numbers the connections of one file.
+whole input afterwards by the position of their first segment (:attr:`Found.starts`), which is how
+``kcodec decode-capture`` numbers the connections of one file. :class:`Found` also gathers the topic
+names stated (ids resolved across the whole input) and the time span of the frames.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from kcodec.capture import CaptureDecoder, CapturedFrame, CaptureEvent, CaptureIssue, Segment
 from kcodec.pipeline.flatten import flatten, partition_struct_fields
+from kcodec.pipeline.payloads import PayloadReader
+from kcodec.pipeline.scan import Record, unpack
 
 __all__ = [
     "CODE_STRUCT",
@@ -29,7 +34,9 @@ __all__ = [
     "EVENT_COLUMNS",
     "PAIR_STRUCT",
     "PARTITION_STRUCT",
-    "decode_batches",
+    "Found",
+    "decode_records",
+    "event_arrow_schema",
 ]
 
 _API_VERSIONS_KEY = 18
@@ -79,13 +86,57 @@ EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("file", "string"),
     ("file_offset", "long"),
 )
-_INDEX = {name: i for i, (name, _) in enumerate(EVENT_COLUMNS)}
 _BATCH_ROWS = 2048
 _BATCH_BYTES = 32 << 20
 
 
 def _dumps(obj: Any) -> str | None:
     return None if obj is None else orjson.dumps(obj).decode()
+
+
+def _json(obj: Any) -> bytes | None:
+    """JSON as UTF-8 bytes (the ``header``/``body`` columns are built from bytes: no str round trip)."""
+    return None if obj is None else orjson.dumps(obj)
+
+
+#: Columns whose values are UTF-8 bytes, viewed as Arrow strings.
+_BYTES_COLUMNS = frozenset({"header", "body"})
+
+
+@dataclass(slots=True)
+class Found:
+    """What one task's decoding found that numbering and naming need across all tasks (small: one
+    entry per connection and per topic)."""
+
+    starts: list[tuple[int, int, str, int]] = field(default_factory=list)  # (file order, offset, key, local)
+    names: dict[str, tuple[float, str]] = field(default_factory=dict)  # topic id -> (time, name) first stated
+    first_time: float | None = None  # of the frames
+    last_time: float | None = None
+    frames: int = 0
+
+    def merge(self, other: Found) -> None:
+        self.starts += other.starts
+        for topic_id, (t, name) in other.names.items():
+            have = self.names.get(topic_id)
+            if have is None or t < have[0]:
+                self.names[topic_id] = (t, name)
+        if other.first_time is not None:
+            self.first_time = (
+                other.first_time if self.first_time is None else min(self.first_time, other.first_time)
+            )
+        if other.last_time is not None:
+            self.last_time = (
+                other.last_time if self.last_time is None else max(self.last_time, other.last_time)
+            )
+        self.frames += other.frames
+
+    def numbers(self) -> dict[tuple[str, int], int]:
+        """(key, local) -> connection number 1, 2, ... in the order of the connections' first segments."""
+        return {(key, local): n for n, (_, _, key, local) in enumerate(sorted(self.starts), start=1)}
+
+    def directory(self) -> dict[str, str]:
+        """Topic id -> name (the first name stated for it)."""
+        return {topic_id: name for topic_id, (_, name) in self.names.items()}
 
 
 class _Conn:
@@ -104,16 +155,14 @@ class _Rows:
 
     def __init__(self) -> None:
         self.cols: list[list[Any]] = [[] for _ in EVENT_COLUMNS]
+        self._appends = [(col.append, name) for col, (name, _) in zip(self.cols, EVENT_COLUMNS, strict=True)]
         self.rows = 0
         self.bytes = 0
 
     def add(self, values: dict[str, Any]) -> None:
-        index = _INDEX
-        row: list[Any] = [None] * len(EVENT_COLUMNS)
-        for name, value in values.items():
-            row[index[name]] = value
-        for col, value in zip(self.cols, row, strict=True):
-            col.append(value)
+        get = values.get
+        for append, name in self._appends:
+            append(get(name))
         self.rows += 1
 
     def full(self) -> bool:
@@ -131,6 +180,7 @@ class _Decoder:
         self.key: str | None = None
         self.decoder: CaptureDecoder | None = None
         self.conns: dict[int, _Conn] = {}
+        self.found = Found()
 
     def start(self, key: str) -> None:
         self.key = key
@@ -150,6 +200,8 @@ class _Decoder:
         events = decoder.feed(seg)
         if decoder.next_number != number:  # this segment opened connection `number`
             self.conns[number] = _Conn((order, seg.offset))
+            assert self.key is not None
+            self.found.starts.append((order, seg.offset, self.key, number))
         if events:
             self.events(events)
 
@@ -181,7 +233,17 @@ class _Decoder:
                     conn.software = (name, body.get("clientSoftwareVersion"))
             client_id, software = conn.client_id, conn.software
         flat = flatten(ev.body, ev.api_key, ev.api_version, ev.direction)
-        header_text, body_text = _dumps(header), _dumps(body)
+        found, t = self.found, ev.timestamp
+        found.frames += 1
+        if found.first_time is None or t < found.first_time:
+            found.first_time = t
+        if found.last_time is None or t > found.last_time:
+            found.last_time = t
+        for pair in flat.topic_pairs:
+            have = found.names.get(pair["id"])
+            if have is None or t < have[0]:
+                found.names[pair["id"]] = (t, pair["name"])
+        header_text, body_text = _json(header), _json(body)
         self.rows.add(
             {
                 "kind": "frame",
@@ -215,7 +277,7 @@ class _Decoder:
                 "topic_ids": flat.topic_ids,
             }
         )
-        self.rows.bytes += len(body_text or "") + len(header_text or "") + 256
+        self.rows.bytes += len(body_text or b"") + len(header_text or b"") + 256
 
     def issue(self, ev: CaptureIssue) -> None:
         d = ev.to_dict()
@@ -271,33 +333,55 @@ def event_arrow_schema() -> Any:
     return pa.schema([(name, _arrow_type(t)) for name, t in EVENT_COLUMNS])
 
 
-def decode_batches(
-    batches: Iterable[Any], ports: tuple[int, ...], autodetect: bool = True, strict: bool = False
+def decode_records(
+    records: Iterable[Record],
+    paths: Sequence[str],
+    ports: tuple[int, ...],
+    autodetect: bool = True,
+    strict: bool = False,
+    found: Found | None = None,
 ) -> Iterator[Any]:
-    """mapInArrow function of stage 2: sorted segment batches in, event batches out."""
+    """Stage 2: stage 1's records sorted by their keys in, event batches out. ``paths``: the input
+    files by file order (the payloads are read from them). What was found is merged into ``found``."""
     import pyarrow as pa
 
     schema = event_arrow_schema()
     state = _Decoder(ports, autodetect, strict)
+    reader = PayloadReader(paths)
 
     def flush() -> Any:
         rows = state.rows
         state.rows = _Rows()
-        arrays = [pa.array(col, type=f.type) for col, f in zip(rows.cols, schema, strict=True)]
+        arrays = [
+            pa.array(col, type=pa.binary()).view(f.type)
+            if f.name in _BYTES_COLUMNS
+            else pa.array(col, type=f.type)
+            for col, f in zip(rows.cols, schema, strict=True)
+        ]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
-    for batch in batches:
-        columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
-        for key, src, dst, seq, ack, flags, ts, payload, order, offset, issue in zip(*columns, strict=True):
-            if issue is not None:
-                state.file_issue(issue)
-            else:
-                if key != state.key:
-                    state.finish_key()
-                    state.start(key)
-                state.segment(Segment(key, src, dst, seq, ack, flags, ts, payload, "", 0, offset), order)
-            if state.rows.full():
-                yield flush()
-    state.finish_key()
-    if state.rows.rows:
-        yield flush()
+    try:
+        for (key, order, _first), value in records:
+            if isinstance(value, str):
+                state.file_issue(value)
+                continue
+            if key != state.key:
+                state.finish_key()
+                state.start(key)
+            a, _, b = key.partition(" ")
+            forward, flags, seqs, acks, times, offsets, at, lengths = unpack(value)
+            payloads = reader.read_run([order] * len(at), at, lengths)
+            for fw, fl, seq, ack, ts, offset, payload in zip(
+                forward, flags, seqs, acks, times, offsets, payloads, strict=True
+            ):
+                src, dst = (a, b) if fw else (b, a)
+                state.segment(Segment(key, src, dst, seq, ack, fl, ts, payload, "", 0, offset), order)
+                if state.rows.full():
+                    yield flush()
+        state.finish_key()
+        if state.rows.rows:
+            yield flush()
+    finally:
+        reader.close()
+        if found is not None:
+            found.merge(state.found)

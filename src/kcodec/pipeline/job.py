@@ -1,49 +1,86 @@
-"""The Spark job: input files -> segment rows -> frame and issue rows -> Parquet tables.
+"""The Spark job: input files -> segment positions -> events -> Parquet tables and aggregates.
 
 1. list the inputs and plan byte-range splits (:mod:`~kcodec.pipeline.inputs`); one task per split
-   reads it into TCP segment rows (:mod:`~kcodec.pipeline.scan`);
-2. the rows are repartitioned by connection key and sorted by capture order within each partition;
-   one pass over each partition decodes whole connections (:mod:`~kcodec.pipeline.decode`);
-3. connections are numbered across the input by their first segment; ``frames`` (partitioned by
-   ``date`` and ``api``) and ``diagnostics`` are written; the aggregates are computed from the
-   ``frames`` table as written (:mod:`~kcodec.pipeline.aggregates`).
+   reads it into records of TCP segments packed per connection, each segment with the *position*
+   of its payload in the file (:mod:`~kcodec.pipeline.scan`);
+2. the records are partitioned by connection key and sorted by capture order within each partition;
+   one task per partition reads the payloads back from the input files and decodes whole
+   connections (:mod:`~kcodec.pipeline.decode`), keeps its events in a spill file under the output
+   folder and returns what it found: connection starts, topic names, the time span
+   (:mod:`~kcodec.pipeline.spill`);
+3. the driver numbers the connections across the input by their first segment and merges the topic
+   names; one task per spill file writes its ``frames`` (partitioned by ``date`` and ``api``) and
+   ``diagnostics`` files and returns its partial aggregates (:mod:`~kcodec.pipeline.write`,
+   :mod:`~kcodec.pipeline.partials`);
+4. the driver merges the partials into the small aggregate tables and writes them
+   (:mod:`~kcodec.pipeline.aggregates`).
 
-Nothing is read by the driver but the file listing and the small aggregate tables.
+Two Spark jobs in all (stages 1-2, then 3), on the RDD API: Spark schedules the tasks and shuffles
+the packed segment positions (about 40 bytes per segment, one record per connection and split) as
+opaque bytes; no query is planned or compiled, and the payloads, events and Parquet files never
+pass through the JVM. Nothing is read by the driver but the file listing, and it holds only small
+things: one entry per connection and per topic, and the partial aggregates.
 """
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+import uuid
+import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kcodec.capture import DEFAULT_PORTS
-from kcodec.pipeline.aggregates import aggregate_tables, summary
-from kcodec.pipeline.decode import EVENT_COLUMNS, decode_batches
+from kcodec.pipeline.aggregates import aggregate_tables, arrow_schema, bucket_width
+from kcodec.pipeline.decode import Found
 from kcodec.pipeline.inputs import DEFAULT_SPLIT_SIZE, InputFile, list_inputs, splits
+from kcodec.pipeline.outputs import SPILL, Output
+from kcodec.pipeline.partials import Partials
 from kcodec.pipeline.progress import ProgressDisplay, ProgressTracker
-from kcodec.pipeline.scan import SEGMENT_COLUMNS, SPLIT_COLUMNS, scan_batches
-from kcodec.pipeline.sources import local_path
+from kcodec.pipeline.scan import scan_split
+from kcodec.pipeline.spill import decode_task
+from kcodec.pipeline.write import diagnostics_schema, write_task
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
-__all__ = ["TABLES", "PipelineResult", "run_job"]
+__all__ = [
+    "PARTITIONS_PER_CORE",
+    "PARTITION_BYTES",
+    "TABLES",
+    "PipelineResult",
+    "default_partitions",
+    "run_job",
+]
+
+#: Connection partitions per core at most, by default.
+PARTITIONS_PER_CORE = 8
+#: Input bytes per connection partition at least, by default.
+PARTITION_BYTES = 16 << 20
+
+
+def default_partitions(input_bytes: int, cores: int) -> int:
+    """Connection partitions for ``input_bytes`` of input on ``cores`` cores: several per core, as a
+    task decodes whole connections, which differ in size, and Spark hands the next task to the first
+    free core (on the benchmark's connections, with 4 per core the busier of 2 cores got 1.12x its
+    even share, with 8 per core 1.06x); but no more than one per :data:`PARTITION_BYTES` of input,
+    and no fewer than one per core, since every task costs scheduling and a Parquet file per
+    folder (on a 1 MB input, 16 partitions instead of 2 cost 0.6 CPU-s more, most of it the JVM's)."""
+    cores = max(cores, 1)
+    return max(cores, min(PARTITIONS_PER_CORE * cores, input_bytes // PARTITION_BYTES))
 
 #: The tables written under the output folder, in the order they are written.
 TABLES = (
     "frames",
     "diagnostics",
+    "summary",
     "api_stats",
     "latency",
     "errors",
     "clients",
     "fencing",
     "timeline",
-    "summary",
 )
 
 
@@ -58,181 +95,71 @@ class PipelineResult:
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase of the job
 
 
-def _ddl(columns: Sequence[tuple[str, str]]) -> str:
-    return ", ".join(f"`{name}` {t}" for name, t in columns)
+def _partition_of(partitions: int) -> Callable[[tuple[str, int, int]], int]:
+    """The shuffle's partition function: by connection key (CRC-32: the same in every process)."""
+
+    def partition(record_key: tuple[str, int, int]) -> int:
+        return zlib.crc32(record_key[0].encode()) % partitions
+
+    return partition
 
 
-def _events(
-    spark: SparkSession,
-    files: list[InputFile],
-    tracker: ProgressTracker,
-    *,
-    ports: tuple[int, ...],
-    autodetect: bool,
-    strict: bool,
-    split_size: int,
-    partitions: int,
-) -> DataFrame:
-    plan = splits(files, split_size)
-    rdd = spark.sparkContext.parallelize(plan, len(plan))
-    split_df = spark.createDataFrame(rdd, _ddl(SPLIT_COLUMNS))
+@dataclass(slots=True)
+class _Settings:
+    ports: tuple[int, ...]
+    autodetect: bool
+    strict: bool
+    split_size: int
+    partitions: int
+
+
+def _decode(
+    spark: SparkSession, files: list[InputFile], tracker: ProgressTracker, out: Output, run: str, s: _Settings
+) -> tuple[Found, list[tuple[int, str]]]:
+    """Stages 1 and 2 (one Spark job): what the tasks found, merged, and their spill files."""
+    plan = splits(files, s.split_size)
     done = tracker.callback()
-    segments = split_df.mapInArrow(lambda it: scan_batches(it, done), _ddl(SEGMENT_COLUMNS))
-    return (
-        segments.repartition(partitions, "key")
-        .sortWithinPartitions("key", "file_order", "offset")
-        .mapInArrow(lambda it: decode_batches(it, ports, autodetect, strict), _ddl(EVENT_COLUMNS))
-    )
-
-
-def _numbered(events: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """Events with ``connection``: 1, 2, ... by the capture position of each connection's first
-    segment; and the (cached) table of those numbers, to unpersist after use."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    conns = (
-        events.where(F.col("local").isNotNull())
-        .select("key", "local", "first_order", "first_offset")
-        .distinct()
-    )
-    order = Window.orderBy("first_order", "first_offset", "key", "local")
-    numbers = conns.withColumn("connection", F.row_number().over(order)).select("key", "local", "connection")
-    numbers = numbers.cache()  # one row per connection, used by every table
-    return events.join(F.broadcast(numbers), ["key", "local"], "left"), numbers
-
-
-_FRAME_COLUMNS = (
-    "time",
-    "connection",
-    "client",
-    "server",
-    "direction",
-    "stream_offset",
-    "size",
-    "api_key",
-    "api_name",
-    "api_version",
-    "correlation_id",
-    "latency",
-    "header",
-    "body",
-    "partial",
-    "error",
-    "diagnostics",
-    "client_id",
-    "client_software_name",
-    "client_software_version",
-    "error_code",
-    "error_name",
-)
-
-
-def _topic_directory(events: DataFrame) -> dict[str, str]:
-    """Topic id -> name, from every frame that states both (the first name stated wins). Small: one
-    entry per topic, collected to the driver."""
-    from pyspark.sql import functions as F
-
-    rows = (
-        events.where(F.col("kind") == "frame")
-        .select("time", F.explode("topic_pairs").alias("p"))
-        .groupBy(F.col("p.id").alias("id"))
-        .agg(F.min_by("p.name", "time").alias("name"))
+    paths = [f.path for f in sorted(files, key=lambda f: f.order)]
+    ports, autodetect, strict = s.ports, s.autodetect, s.strict
+    results = (
+        spark.sparkContext.parallelize(plan, len(plan))
+        .flatMap(lambda split: scan_split(split, done))
+        .repartitionAndSortWithinPartitions(s.partitions, _partition_of(s.partitions))
+        .mapPartitionsWithIndex(
+            lambda part, records: decode_task(part, records, out, run, paths, ports, autodetect, strict)
+        )
         .collect()
     )
-    return {r["id"]: r["name"] for r in rows}
+    found = Found()
+    for _part, _spill, task_found in results:
+        found.merge(task_found)
+    return found, sorted((part, spill) for part, spill, _ in results if spill)
 
 
-def _frames(events: DataFrame, directory: dict[str, str]) -> DataFrame:
-    """The frame rows, topic ids resolved to names with ``directory`` (as decode-capture resolves them
-    with the names learned from the capture: ``topic_names``, the topics of ``partitions``, ``errors``
-    and ``error_codes``)."""
-    from itertools import chain
-
-    from pyspark.sql import functions as F
-
-    cols = [F.col(c) for c in ("topics", "partitions", "errors", "error_codes")]
-    topic_names = F.lit(None).cast("map<string,string>")
-    if directory:
-        names = F.create_map(*[F.lit(x) for x in chain.from_iterable(directory.items())])
-
-        def named(c: Any) -> Any:
-            return F.coalesce(F.try_element_at(names, c), c)
-
-        found = F.filter(
-            F.transform(
-                "topic_ids", lambda i: F.struct(i.alias("key"), F.try_element_at(names, i).alias("value"))
-            ),
-            lambda e: e["value"].isNotNull(),
+def _write(spark: SparkSession, out: Output, spills: list[tuple[int, str]], found: Found) -> Partials:
+    """Stage 3 (one Spark job): the frames and diagnostics files; the merged partial aggregates."""
+    span = (found.last_time or 0.0) - (found.first_time or 0.0)
+    width = bucket_width(span)
+    merged = Partials(width)
+    out.clear("frames")
+    out.clear("diagnostics")
+    if not spills:
+        out.write_file(diagnostics_schema().empty_table(), "diagnostics", "part-00000.parquet")
+        return merged
+    sc = spark.sparkContext
+    numbers = sc.broadcast(found.numbers())
+    directory = found.directory()
+    try:
+        partials = (
+            sc.parallelize(spills, len(spills))
+            .mapPartitions(lambda it: write_task(it, out, numbers.value, directory, width))
+            .collect()
         )
-        topic_names = F.when(F.size(found) > 0, F.map_from_entries(found))
-
-        def where_topic(e: Any) -> Any:
-            return F.regexp_extract(e["where"], "^([^/]*)", 1)
-
-        def where_rest(e: Any) -> Any:
-            return F.regexp_extract(e["where"], "^[^/]*(.*)$", 1)
-
-        cols = [
-            F.transform("topics", named),
-            F.transform("partitions", lambda p: p.withField("topic", named(p["topic"]))),
-            F.transform("errors", lambda e: e.withField("topic", named(e["topic"]))),
-            F.transform(
-                "error_codes",
-                lambda e: e.withField("where", F.concat(named(where_topic(e)), where_rest(e))),
-            ),
-        ]
-    return events.where(F.col("kind") == "frame").select(
-        *_FRAME_COLUMNS,
-        cols[0].alias("topics"),
-        cols[1].alias("partitions"),
-        cols[2].alias("errors"),
-        cols[3].alias("error_codes"),
-        topic_names.alias("topic_names"),
-        F.timestamp_seconds("time").alias("ts"),
-        F.date_format(F.timestamp_seconds("time"), "yyyy-MM-dd").alias("date"),
-        F.coalesce("api_name", F.lit("unknown")).alias("api"),
-    )
-
-
-def _diagnostics(events: DataFrame) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    issues = events.where(F.col("kind") == "issue").select(
-        F.when(F.col("file").isNotNull(), "file").otherwise("stream").alias("source"),
-        F.col("issue_kind").alias("kind"),
-        "time",
-        "file",
-        "file_offset",
-        "connection",
-        "client",
-        "server",
-        "direction",
-        "stream_offset",
-        "length",
-        "message",
-        F.lit(None).cast("string").alias("api_name"),
-        F.lit(None).cast("int").alias("api_version"),
-        F.lit(None).cast("int").alias("correlation_id"),
-    )
-    frames = events.where((F.col("kind") == "frame") & (F.size("diagnostics") > 0)).select(
-        F.lit("frame").alias("source"),
-        F.when(F.col("error").isNotNull(), "undecodable").otherwise("non-conformant").alias("kind"),
-        "time",
-        F.lit(None).cast("string").alias("file"),
-        F.lit(None).cast("long").alias("file_offset"),
-        "connection",
-        "client",
-        "server",
-        "direction",
-        "stream_offset",
-        F.lit(None).cast("long").alias("length"),
-        F.array_join("diagnostics", "; ").alias("message"),
-        "api_name",
-        "api_version",
-        "correlation_id",
-    )
-    return issues.unionByName(frames)
+    finally:
+        numbers.unpersist()
+    for p in partials:
+        merged.merge(p)
+    return merged
 
 
 def run_job(
@@ -247,98 +174,58 @@ def run_job(
     partitions: int | None = None,
     progress: bool | None = None,
 ) -> PipelineResult:
-    """Run the pipeline on ``inputs`` into ``output`` (overwritten). ``progress``: show it on standard
-    error (None: when that is a terminal)."""
-    from pyspark import StorageLevel
-
+    """Run the pipeline on ``inputs`` into ``output`` (its tables overwritten). ``progress``: show it
+    on standard error (None: when that is a terminal)."""
     started = time.monotonic()
     files = list_inputs(spark, inputs)
-    all_ports = tuple(dict.fromkeys((*DEFAULT_PORTS, *ports)))
     parallelism = spark.sparkContext.defaultParallelism
+    input_bytes = sum(f.size for f in files)
+    settings = _Settings(
+        tuple(dict.fromkeys((*DEFAULT_PORTS, *ports))),
+        autodetect,
+        strict,
+        split_size,
+        partitions or default_partitions(input_bytes, parallelism),
+    )
     tracker = ProgressTracker(spark.sparkContext, files)
-    out = output.rstrip("/")
+    out = Output(output.rstrip("/"))
+    run = uuid.uuid4().hex[:12]
+    timings: dict[str, float] = {}
+    lap = time.monotonic()
+
+    def phase(name: str) -> None:
+        nonlocal lap
+        now = time.monotonic()
+        timings[name] = now - lap
+        lap = now
+
     with ProgressDisplay(tracker, force=bool(progress)) if progress is not False else _Null():
-        events = _events(
-            spark,
-            files,
-            tracker,
-            ports=all_ports,
-            autodetect=autodetect,
-            strict=strict,
-            split_size=split_size,
-            partitions=partitions or max(2 * parallelism, 2),
-        )
-        cached = events.persist(StorageLevel.MEMORY_AND_DISK)
-        events, numbers = _numbered(cached)
-        timings: dict[str, float] = {}
-        lap = time.monotonic()
-
-        def phase(name: str) -> None:
-            nonlocal lap
-            now = time.monotonic()
-            timings[name] = now - lap
-            lap = now
-
-        input_bytes = sum(f.size for f in files)
-        tables: dict[str, list[dict[str, Any]]] = {}
         try:
-            directory = _topic_directory(events)  # the first action: reads, shuffles and decodes all
+            found, spills = _decode(spark, files, tracker, out, run, settings)
             phase("read and decode")
             tracker.phase = "writing frames and diagnostics"
-            frames = _frames(events, directory)
-            diagnostics = _diagnostics(events)
-            frames_out = frames.write.mode("overwrite").partitionBy("date", "api")
-            diagnostics_out = diagnostics.coalesce(1).write.mode("overwrite")
-            with ThreadPoolExecutor(2) as pool:  # two Spark jobs at once over the cached events
-                writes = [
-                    pool.submit(frames_out.parquet, f"{out}/frames"),
-                    pool.submit(diagnostics_out.parquet, f"{out}/diagnostics"),
-                ]
-                for write in writes:
-                    write.result()
+            partials = _write(spark, out, spills, found)
             phase("write frames and diagnostics")
-            # The aggregates read the same cached events (their columns only), not the files written.
-            tracker.phase = "aggregating"
-            slim = frames.drop("header", "body")
-            totals = summary(slim, diagnostics, len(files), input_bytes)
-            tables["summary"] = _write_small(spark, totals, f"{out}/summary")
-            first = tables["summary"][0]
-            span = (first["last_time"] or 0.0) - (first["first_time"] or 0.0) if first["frames"] else 0.0
-            with ThreadPoolExecutor(4) as pool:  # small jobs: run them side by side
-                computed = {
-                    name: pool.submit(_write_small, spark, df, f"{out}/{name}")
-                    for name, df in aggregate_tables(slim, span).items()
-                }
-                for name, result in computed.items():
-                    tables[name] = result.result()
-            phase("aggregates")
         finally:
-            numbers.unpersist()
-            cached.unpersist()
-    totals_row = tables["summary"][0] if tables["summary"] else {}
-    return PipelineResult(out, files, input_bytes, time.monotonic() - started, totals_row, tables, timings)
+            out.remove(f"{SPILL}/{run}")
+            out.remove_if_empty(SPILL)
+        tracker.phase = "aggregating"
+        tables = aggregate_tables(partials, len(files), input_bytes)
+        for name, rows in tables.items():
+            _write_small(out, name, rows)
+        phase("aggregates")
+    totals_row = tables["summary"][0]
+    return PipelineResult(
+        out.root, files, input_bytes, time.monotonic() - started, totals_row, tables, timings
+    )
 
 
-def _write_small(spark: SparkSession, df: DataFrame, path: str) -> list[dict[str, Any]]:
-    """Compute a small table once, write it as one Parquet file and return its rows. Local outputs
-    are written by the driver with pyarrow (no Spark job); others through Spark."""
-    rows = df.collect()  # small: bounded by APIs, topics, errors and time buckets
-    local = local_path(path)
-    if local is None:
-        spark.createDataFrame(rows, df.schema).coalesce(1).write.mode("overwrite").parquet(path)
-    else:
-        import shutil
+def _write_small(out: Output, name: str, rows: list[dict[str, Any]]) -> None:
+    """Write a small table as one Parquet file (by the driver, with pyarrow)."""
+    import pyarrow as pa
 
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        schema = to_arrow_schema(df.schema)
-        table = pa.Table.from_pylist([r.asDict(recursive=True) for r in rows], schema=schema)
-        shutil.rmtree(local, ignore_errors=True)
-        os.makedirs(local)
-        pq.write_table(table, os.path.join(local, "part-00000.parquet"))
-    return [r.asDict(recursive=True) for r in rows]
+    out.clear(name)
+    out.write_file(pa.Table.from_pylist(rows, schema=arrow_schema(name)), name, "part-00000.parquet")
 
 
 class _Null:

@@ -1,52 +1,62 @@
-"""Stage 1 on the executors: byte ranges of capture files in, TCP segment rows out (Arrow batches).
+"""Stage 1 on the executors: byte ranges of capture files in, packed TCP segment records out.
 
-Each input row is one split of one file (``path``, ``file_order``, ``start``, ``end``; ``end`` -1 for
-"to the end of the file"). The split is read as a stream by
-:func:`kcodec.capture.iter_segments` (the capture package's packet and segment stages) and every
-segment becomes a row of :data:`SEGMENT_COLUMNS`. Problems with the file (a damaged or cut record,
-a file that is no capture at all, a read error) become rows too, with ``issue`` set to the issue's
-JSON and ``key`` set to :data:`ISSUE_KEY_PREFIX` + the path, so that they travel with the segments
-to stage 2 and on to the ``diagnostics`` table.
+Each input is one split of one file (``path``, file order, ``start``, ``end``; ``end`` -1 for "to the
+end of the file", and the file's size). The split is read as a stream by
+:func:`kcodec.capture.iter_segments` (the capture package's packet and segment stages). Its segments
+are grouped by connection key, and each group (at most :data:`CHUNK` segments, in file order) becomes
+one record for the shuffle: ``((key, file order, offset of its first segment), packed)``, where
+``packed`` holds, per segment, its TCP facts and *where its payload lies* in the file
+(:data:`SEGMENT_DTYPE`: 38 bytes a segment, packed with ``struct``, read back as a NumPy record
+array), not the payload, which stage 2 reads back (:mod:`~kcodec.pipeline.payloads`). The
+shuffle thus carries one small record per connection and split instead of every payload, and
+sorting the records by their key puts each connection's segments in capture order (rotated files:
+by file order, then offset).
+
+Problems with the file (a damaged or cut record, a file that is no capture at all, a read error)
+become records too, ``((ISSUE_KEY_PREFIX + path, file order, offset), issue JSON)``, so that they
+travel to stage 2 and on to the ``diagnostics`` table.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+import struct
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kcodec.capture import CaptureFileError, CaptureIssue, Segment, iter_segments
 from kcodec.pipeline.sources import open_input
 
-__all__ = ["ISSUE_KEY_PREFIX", "SEGMENT_COLUMNS", "SPLIT_COLUMNS", "scan_batches", "unreadable"]
+__all__ = [
+    "CHUNK",
+    "ISSUE_KEY_PREFIX",
+    "SEGMENT_DTYPE",
+    "Split",
+    "scan_split",
+    "unpack",
+    "unreadable",
+]
 
-#: (column, Spark type) of a stage-1 row.
-SEGMENT_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("key", "string"),
-    ("src", "string"),
-    ("dst", "string"),
-    ("seq", "long"),
-    ("ack", "long"),
-    ("flags", "int"),
-    ("timestamp", "double"),
-    ("payload", "binary"),
-    ("file_order", "int"),
-    ("offset", "long"),
-    ("issue", "string"),
-)
-#: (column, Spark type) of a split row (stage 1's input).
-SPLIT_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("path", "string"),
-    ("file_order", "int"),
-    ("start", "long"),
-    ("end", "long"),
-    ("size", "long"),
-)
-#: Keys of rows that carry a file's issue rather than a segment (no TCP key starts with it).
+#: Keys of records that carry a file's issue rather than segments (no TCP key starts with it).
 ISSUE_KEY_PREFIX = "\x00file "
-_BATCH_ROWS = 8192
-_BATCH_BYTES = 32 << 20
+#: Segments per record at most.
+CHUNK = 8192
+#: The packed fields of a segment: which endpoint of the key sent it (1: the first), TCP flags,
+#: sequence and acknowledgment numbers, capture time, the record's and the payload's file offsets
+#: (-1: no payload) and the payload's length.
+SEGMENT_DTYPE = [
+    ("forward", "u1"),
+    ("flags", "u1"),
+    ("seq", "<u4"),
+    ("ack", "<u4"),
+    ("timestamp", "<f8"),
+    ("offset", "<i8"),
+    ("payload_offset", "<i8"),
+    ("payload_length", "<i4"),
+]
 
+Split = tuple[str, int, int, int, int]  # (path, file order, start, end or -1, file size)
+Record = tuple[tuple[str, int, int], Any]  # ((key, file order, first offset), packed bytes | issue JSON)
 Done = Callable[[int, int], None]  # (file order, bytes of the split)
 
 
@@ -60,49 +70,6 @@ def unreadable(path: str, message: str, offset: int | None = None) -> dict[str, 
         "file": path,
         "file_offset": offset,
     }
-
-
-class _Columns:
-    """Column lists of the batch being built."""
-
-    def __init__(self) -> None:
-        self.cols: list[list[Any]] = [[] for _ in SEGMENT_COLUMNS]
-        self.rows = 0
-        self.bytes = 0
-
-    def segment(self, seg: Segment, order: int) -> None:
-        c = self.cols
-        c[0].append(seg.key)
-        c[1].append(seg.src)
-        c[2].append(seg.dst)
-        c[3].append(seg.seq)
-        c[4].append(seg.ack)
-        c[5].append(seg.flags)
-        c[6].append(seg.timestamp)
-        c[7].append(seg.payload)
-        c[8].append(order)
-        c[9].append(seg.offset)
-        c[10].append(None)
-        self.rows += 1
-        self.bytes += len(seg.payload) + 64
-
-    def issue(self, path: str, order: int, offset: int, issue: dict[str, Any]) -> None:
-        values = (ISSUE_KEY_PREFIX + path, None, None, None, None, None, None, None, order, offset)
-        for col, value in zip(self.cols, values, strict=False):
-            col.append(value)
-        self.cols[10].append(json.dumps(issue, ensure_ascii=False))
-        self.rows += 1
-
-    def full(self) -> bool:
-        return self.rows >= _BATCH_ROWS or self.bytes >= _BATCH_BYTES
-
-
-def _arrow_schema() -> Any:
-    import pyarrow as pa
-
-    types = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "double": pa.float64()}
-    types["binary"] = pa.binary()
-    return pa.schema([(name, types[t]) for name, t in SEGMENT_COLUMNS])
 
 
 def _split_items(path: str, start: int, end: int | None) -> Iterator[Segment | CaptureIssue | dict[str, Any]]:
@@ -125,35 +92,52 @@ def _split_items(path: str, start: int, end: int | None) -> Iterator[Segment | C
         source.close()
 
 
-def scan_batches(splits: Iterable[Any], done: Done | None = None) -> Iterator[Any]:
-    """mapInArrow function of stage 1: batches of split rows in, batches of segment rows out."""
-    import pyarrow as pa
+#: :data:`SEGMENT_DTYPE` as a ``struct`` format (NumPy packs a record dtype without padding, too).
+_SEGMENT = struct.Struct("<BBIIdqqi")
 
-    schema = _arrow_schema()
-    cols = _Columns()
 
-    def flush() -> Any:
-        nonlocal cols
-        batch = pa.RecordBatch.from_arrays(
-            [pa.array(values, type=f.type) for values, f in zip(cols.cols, schema, strict=True)],
-            schema=schema,
-        )
-        cols = _Columns()
-        return batch
+def unpack(packed: bytes) -> list[list[Any]]:
+    """The fields of packed segments as lists, in :data:`SEGMENT_DTYPE` order."""
+    import numpy as np
 
-    for batch in splits:
-        for row in batch.to_pylist():
-            path, order, start, end = row["path"], row["file_order"], row["start"], row["end"]
-            for item in _split_items(path, start, None if end < 0 else end):
-                if isinstance(item, Segment):
-                    cols.segment(item, order)
-                elif isinstance(item, CaptureIssue):
-                    cols.issue(path, order, item.file_offset or 0, item.to_dict())
-                else:
-                    cols.issue(path, order, item.get("file_offset") or 0, item)
-                if cols.full():
-                    yield flush()
-            if done is not None:
-                done(order, (end if end >= 0 else row["size"]) - start)
-    if cols.rows:
-        yield flush()
+    array = np.frombuffer(packed, dtype=SEGMENT_DTYPE)
+    return [array[name].tolist() for name, _ in SEGMENT_DTYPE]
+
+
+def _issue(path: str, order: int, offset: int, issue: dict[str, Any]) -> Record:
+    return (ISSUE_KEY_PREFIX + path, order, offset), json.dumps(issue, ensure_ascii=False)
+
+
+def scan_split(split: Split, done: Done | None = None) -> Iterator[Record]:
+    """Stage 1 for one split: its records (see the module docstring)."""
+    path, order, start, end, size = split
+    groups: dict[str, tuple[int, bytearray]] = {}  # key -> (first offset, packed segments)
+    pack, full = _SEGMENT.pack, CHUNK * _SEGMENT.size
+    for item in _split_items(path, start, None if end < 0 else end):
+        if isinstance(item, Segment):
+            key = item.key
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = (item.offset, bytearray())
+            packed = group[1]
+            packed += pack(
+                key.startswith(item.src) and key[len(item.src)] == " ",
+                item.flags,
+                item.seq,
+                item.ack,
+                item.timestamp,
+                item.offset,
+                item.payload_offset,
+                len(item.payload),
+            )
+            if len(packed) >= full:
+                yield (key, order, group[0]), bytes(packed)
+                del groups[key]
+        elif isinstance(item, CaptureIssue):
+            yield _issue(path, order, item.file_offset or 0, item.to_dict())
+        else:
+            yield _issue(path, order, item.get("file_offset") or 0, item)
+    for key, (first, packed) in groups.items():
+        yield (key, order, first), bytes(packed)
+    if done is not None:
+        done(order, (end if end >= 0 else size) - start)

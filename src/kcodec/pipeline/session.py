@@ -4,7 +4,9 @@ Locally (no ``master`` given, or ``local[...]``) Spark is bound to the loopback 
 ``SPARK_LOCAL_IP``, ``spark.driver.host`` and ``spark.driver.bindAddress`` are 127.0.0.1, and the
 web UI is off, so nothing listens beyond this machine and start-up stays short. With ``master``
 naming a cluster (``spark://``, ``yarn``, ``k8s://``) those settings are left to the cluster's
-configuration. Under ``spark-submit`` the session it set up is used as it is.
+configuration. Under ``spark-submit`` the session it set up is used as it is. A local JVM runs with
+:data:`LOCAL_JAVA_OPTIONS` and a class-data sharing archive (:mod:`~kcodec.pipeline.cds`), and its
+Python workers come from :mod:`kcodec.pipeline.daemon`.
 
 Executors run Python workers with the driver's interpreter (``PYSPARK_PYTHON``), so kcodec must be
 installed there (locally it is the same environment; on a cluster, install it on every node or ship
@@ -17,6 +19,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from kcodec.pipeline.cds import CdsPlan, plan_archive
 from kcodec.pipeline.java import find_java_home
 
 if TYPE_CHECKING:
@@ -25,6 +28,12 @@ if TYPE_CHECKING:
 __all__ = ["LOOPBACK", "is_local", "spark_session"]
 
 LOOPBACK = "127.0.0.1"
+#: Java options of a local run, whose one JVM shares the machine's cores with the Python workers. A
+#: pipeline run is short and runs much of Spark's code only once: HotSpot's optimising compiler (C2)
+#: spent more CPU compiling Spark than the job spent running it (20 of 45 CPU-s on 200 MB), so only
+#: the quick compiler (C1) runs; and the serial collector has no GC threads of its own competing
+#: with the tasks (the heap of a local run is small).
+LOCAL_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def is_local(master: str) -> bool:
@@ -46,6 +55,7 @@ def spark_session(master: str | None = None, *, app_name: str = "kcodec pipeline
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    home = None
     if not _under_spark_submit():
         home, _origin = find_java_home()
         os.environ["JAVA_HOME"] = str(home)
@@ -56,28 +66,32 @@ def spark_session(master: str | None = None, *, app_name: str = "kcodec pipeline
         return builder.getOrCreate()
     master = master or "local[*]"
     builder = builder.master(master)
+    cds = CdsPlan("")
     if is_local(master):
         os.environ["SPARK_LOCAL_IP"] = LOOPBACK
+        if home is not None:
+            cds = plan_archive(home)
         builder = (
             builder.config("spark.driver.host", LOOPBACK)
             .config("spark.driver.bindAddress", LOOPBACK)
             .config("spark.ui.enabled", "false")
-            # small shuffles on one machine: a few partitions per core, not Spark's default 200
-            .config("spark.sql.shuffle.partitions", str(4 * (os.cpu_count() or 2)))
-            # the decoded frames are cached once between the writes: spend no CPU compressing them
-            .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
-            # shuffle files stay on this machine's disk: no CPU spent compressing capture payloads
+            # the shuffle (packed segment positions) stays on this machine's disk: no CPU spent
+            # compressing it
             .config("spark.shuffle.compress", "false")
             .config("spark.shuffle.spill.compress", "false")
+            .config("spark.driver.extraJavaOptions", f"{LOCAL_JAVA_OPTIONS} {cds.options}".strip())
+            # Python workers that import pyspark from the installed package, not from Spark's zip
+            .config("spark.python.daemon.module", "kcodec.pipeline.daemon")
         )
     builder = (
         builder.config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
         .config("spark.python.worker.reuse", "true")
-        .config("spark.sql.adaptive.enabled", "true")
-        .config("spark.sql.sources.partitionOverwriteMode", "static")
     )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if cds.lock is not None:  # this run's JVM writes the archive when it exits
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None
+        cds.record_jvm(int(jvm.java.lang.ProcessHandle.current().pid()))
     return spark

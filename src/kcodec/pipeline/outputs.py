@@ -1,0 +1,119 @@
+"""The output folder, on any file system pyarrow reaches: local paths (``/x``, ``file:/x``) and
+``hdfs://``, ``s3://``, ``gs://``, ... (with the nodes' Hadoop libraries and credentials), from the
+driver and from the executors alike.
+
+:class:`Output` names the tables under the folder and writes Parquet there with pyarrow: the small
+tables as one file each (by the driver), the ``frames`` and ``diagnostics`` files by the tasks that
+computed their rows (each task writes its own files, named by its partition, so that a retried
+task replaces its own files). The task's events wait in ``_spill`` (a hidden folder, as Spark and
+pyarrow readers skip names starting with ``_``) until the job has numbered the connections.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from kcodec.pipeline.sources import local_path
+
+__all__ = ["SPILL", "Output"]
+
+#: The folder under the output where stage 2's events wait for stage 3.
+SPILL = "_spill"
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """The output folder (as given: a local path or a URI); picklable, for the tasks."""
+
+    root: str
+
+    def filesystem(self) -> tuple[Any, str]:
+        """(pyarrow FileSystem, the folder's path in it)."""
+        from pyarrow import fs
+
+        local = local_path(self.root)
+        if local is not None:
+            return fs.LocalFileSystem(use_mmap=True), os.path.abspath(local)
+        filesystem, path = fs.FileSystem.from_uri(self.root)
+        return filesystem, path.rstrip("/")
+
+    def path(self, *parts: str) -> str:
+        """A path under the folder, in its file system."""
+        _, base = self.filesystem()
+        return "/".join((base, *parts))
+
+    def clear(self, name: str) -> None:
+        """Remove the table (or folder) ``name`` if it is there, and create it empty."""
+        filesystem, base = self.filesystem()
+        target = f"{base}/{name}"
+        info = filesystem.get_file_info(target)
+        from pyarrow import fs
+
+        if info.type == fs.FileType.Directory:
+            filesystem.delete_dir(target)
+        elif info.type == fs.FileType.File:
+            filesystem.delete_file(target)
+        filesystem.create_dir(target, recursive=True)
+
+    def remove(self, name: str) -> None:
+        filesystem, base = self.filesystem()
+        from pyarrow import fs
+
+        if filesystem.get_file_info(f"{base}/{name}").type == fs.FileType.Directory:
+            filesystem.delete_dir(f"{base}/{name}")
+
+    def remove_if_empty(self, name: str) -> None:
+        filesystem, base = self.filesystem()
+        from pyarrow import fs
+
+        target = f"{base}/{name}"
+        if filesystem.get_file_info(target).type != fs.FileType.Directory:
+            return
+        if not filesystem.get_file_info(fs.FileSelector(target)):
+            filesystem.delete_dir(target)
+
+    def write_file(self, table: Any, *parts: str) -> None:
+        """Write ``table`` (a pyarrow Table) as one Parquet file at ``parts`` under the folder."""
+        import pyarrow.parquet as pq
+
+        filesystem, base = self.filesystem()
+        path = "/".join((base, *parts))
+        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        pq.write_table(table, path, filesystem=filesystem)
+
+    def write_partitioned(
+        self, batches: Any, schema: Any, name: str, columns: list[str], basename: str
+    ) -> None:
+        """Write record ``batches`` (an iterable, streamed) under table ``name`` in hive-style folders of
+        ``columns`` (``date=.../api=...``, as Spark lays out a partitioned table), one file per folder
+        named ``basename`` + a number."""
+        import pyarrow.dataset as ds
+
+        filesystem, base = self.filesystem()
+        ds.write_dataset(
+            batches,
+            f"{base}/{name}",
+            schema=schema,
+            format="parquet",
+            partitioning=columns,
+            partitioning_flavor="hive",
+            basename_template=basename + "-{i}.parquet",
+            existing_data_behavior="overwrite_or_ignore",
+            min_rows_per_group=8192,
+            max_rows_per_group=65536,
+            filesystem=filesystem,
+            create_dir=True,
+        )
+
+    def open_output(self, *parts: str) -> Any:
+        filesystem, base = self.filesystem()
+        path = "/".join((base, *parts))
+        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        return filesystem.open_output_stream(path)
+
+    def open_input(self, path: str) -> Any:
+        """A file under the folder, by its path in the folder's file system (as :meth:`path` gives)."""
+        filesystem, _ = self.filesystem()
+        return filesystem.open_input_file(path)

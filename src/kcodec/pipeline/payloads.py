@@ -1,0 +1,114 @@
+"""Reading segment payloads back from the input files, by position (stage 2 on the executors).
+
+Stage 1 ships each TCP segment's *position* (file, ``payload_offset``, length) through the shuffle,
+not its bytes; stage 2 reads the bytes itself from the input files, which every executor can open
+(:func:`~kcodec.pipeline.sources.open_input`: local paths, ``hdfs://``, ``s3://``, ...). Within one
+connection the positions grow, and the segments of one message lie close together in the file
+(only the other side's ACKs between them), so :class:`PayloadReader` reads runs of near positions
+as one span (``os.pread`` on local files, ``read_at`` on pyarrow's files) and cuts the payloads out
+of it. A few files stay open at a time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from kcodec.pipeline.sources import local_path, open_input
+
+__all__ = ["MAX_GAP", "MAX_SPAN", "PayloadReader"]
+
+#: Positions at most this far past the previous payload's end are read in the same span.
+MAX_GAP = 4096
+#: A span is not grown beyond this many bytes.
+MAX_SPAN = 1 << 20
+_OPEN_FILES = 8
+
+
+class _File:
+    """One open input: ``read(offset, length)`` without moving a shared position."""
+
+    __slots__ = ("fd", "handle")
+
+    def __init__(self, path: str) -> None:
+        local = local_path(path)
+        self.fd = -1
+        self.handle: Any = None
+        if local is not None:
+            self.fd = os.open(local, os.O_RDONLY)
+        else:
+            self.handle = open_input(path)
+
+    def read(self, offset: int, length: int) -> bytes:
+        if self.fd >= 0:
+            return os.pread(self.fd, length, offset)
+        data: bytes = self.handle.read_at(length, offset).to_pybytes()
+        return data
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+        elif self.handle is not None:
+            self.handle.close()
+
+
+class PayloadReader:
+    """Payloads of segments by (file order, offset, length); ``paths[order]`` names each file.
+
+    ``read_run`` takes the positions of consecutive rows and returns their payloads, reading every
+    run of near positions in one file as one span. A file cut shorter since stage 1 gives shorter
+    (possibly empty) payloads: the reassembly then reports the bytes as missing.
+    """
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = paths
+        self._open: OrderedDict[int, _File] = OrderedDict()
+        self.reads = 0
+
+    def _file(self, order: int) -> _File:
+        f = self._open.get(order)
+        if f is not None:
+            self._open.move_to_end(order)
+            return f
+        f = _File(self.paths[order])
+        self._open[order] = f
+        if len(self._open) > _OPEN_FILES:
+            _, old = self._open.popitem(last=False)
+            old.close()
+        return f
+
+    def read_run(self, orders: Sequence[int], offsets: Sequence[int], lengths: Sequence[int]) -> list[bytes]:
+        """The payloads at the given positions (length 0 or offset -1: ``b""``)."""
+        out: list[bytes] = [b""] * len(orders)
+        i, n = 0, len(orders)
+        while i < n:
+            if lengths[i] <= 0 or offsets[i] < 0:
+                i += 1
+                continue
+            order, start = orders[i], offsets[i]
+            end = start + lengths[i]
+            j = i + 1
+            while j < n:  # grow the span over the next rows of the same file close after it
+                if lengths[j] <= 0 or offsets[j] < 0:
+                    j += 1
+                    continue
+                at = offsets[j]
+                if orders[j] != order or at < end or at - end > MAX_GAP or at + lengths[j] - start > MAX_SPAN:
+                    break
+                end = at + lengths[j]
+                j += 1
+            span = self._file(order).read(start, end - start)
+            self.reads += 1
+            for k in range(i, j):
+                if lengths[k] > 0 and offsets[k] >= 0:
+                    lo = offsets[k] - start
+                    out[k] = span[lo : lo + lengths[k]]
+            i = j
+        return out
+
+    def close(self) -> None:
+        for f in self._open.values():
+            f.close()
+        self._open.clear()

@@ -1,0 +1,315 @@
+"""Stage 3 on the executors: one task's spilled events -> its ``frames`` and ``diagnostics`` files,
+and its partial aggregates.
+
+Once stage 2 is done the driver knows every connection's number and every topic name stated; each
+stage-3 task reads one spill file (:mod:`~kcodec.pipeline.spill`) batch by batch and
+
+- numbers the connections (``(key, local)`` -> ``connection``) and resolves topic ids to names, as
+  ``decode-capture`` names them (``topics``, the topics of ``partitions``, ``errors`` and
+  ``error_codes``; ``topic_names`` for the ids resolved);
+- adds ``ts``, ``date`` and ``api`` and writes the frames with pyarrow, in ``date=.../api=...``
+  folders (the layout of a Spark table partitioned by ``date`` and ``api``), and the issues and
+  flagged frames as ``diagnostics``;
+- folds the rows into :class:`~kcodec.pipeline.partials.Partials`, returned to the driver.
+
+The header and body JSON columns are passed from the spill to Parquet as Arrow arrays, never turned
+into Python strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from kcodec.pipeline.decode import event_arrow_schema
+from kcodec.pipeline.outputs import Output
+from kcodec.pipeline.partials import Partials
+from kcodec.pipeline.spill import read_spill
+
+__all__ = ["DIAGNOSTIC_COLUMNS", "FRAME_COLUMNS", "diagnostics_schema", "frame_schema", "write_task"]
+
+#: Event columns the ``frames`` table takes as they are (``connection`` and the columns after
+#: ``error_name`` are computed here).
+FRAME_COLUMNS = (
+    "time",
+    "connection",
+    "client",
+    "server",
+    "direction",
+    "stream_offset",
+    "size",
+    "api_key",
+    "api_name",
+    "api_version",
+    "correlation_id",
+    "latency",
+    "header",
+    "body",
+    "partial",
+    "error",
+    "diagnostics",
+    "client_id",
+    "client_software_name",
+    "client_software_version",
+    "error_code",
+    "error_name",
+)
+#: Columns of the ``diagnostics`` table.
+DIAGNOSTIC_COLUMNS = (
+    "source",
+    "kind",
+    "time",
+    "file",
+    "file_offset",
+    "connection",
+    "client",
+    "server",
+    "direction",
+    "stream_offset",
+    "length",
+    "message",
+    "api_name",
+    "api_version",
+    "correlation_id",
+)
+#: Columns the partial aggregates read (as Python values).
+_AGG_COLUMNS = (
+    "time",
+    "connection",
+    "client",
+    "server",
+    "direction",
+    "stream_offset",
+    "size",
+    "api_key",
+    "api_name",
+    "api_version",
+    "correlation_id",
+    "latency",
+    "error",
+    "diagnostics",
+    "client_id",
+    "client_software_name",
+    "client_software_version",
+    "partitions",
+    "errors",
+)
+
+
+class _Names:
+    """Topic ids -> names, applied to a frame's topic columns (as Python values)."""
+
+    def __init__(self, directory: Mapping[str, str]) -> None:
+        self.directory = directory
+
+    def name(self, label: str | None) -> str | None:
+        return self.directory.get(label, label) if label is not None else None
+
+    def where(self, where: str) -> str:
+        topic, sep, rest = where.partition("/")
+        return (self.directory.get(topic, topic) or "") + sep + rest
+
+    def columns(self, batch: Any) -> dict[str, list[Any]]:
+        """The renamed ``topics``, ``partitions``, ``errors``, ``error_codes`` and ``topic_names``."""
+        get = self.directory.get
+        topics = [[self.name(t) for t in ts] for ts in batch.column("topics").to_pylist()]
+        partitions = batch.column("partitions").to_pylist()
+        for ps in partitions:
+            for p in ps:
+                p["topic"] = self.name(p["topic"])
+        errors = batch.column("errors").to_pylist()
+        for es in errors:
+            for e in es:
+                e["topic"] = self.name(e["topic"])
+        codes = batch.column("error_codes").to_pylist()
+        for cs in codes:
+            for c in cs:
+                c["where"] = self.where(c["where"])
+        names: list[Any] = []
+        for ids in batch.column("topic_ids").to_pylist():
+            found = [(i, get(i)) for i in ids if get(i) is not None]
+            names.append(found or None)
+        return {
+            "topics": topics,
+            "partitions": partitions,
+            "errors": errors,
+            "error_codes": codes,
+            "topic_names": names,
+        }
+
+
+def _frames(batch: Any, connection: Any, names: _Names | None) -> Any:
+    """The frames rows of an event batch (already filtered to frames) as a table with ``date`` and
+    ``api`` for the folders."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    schema = batch.schema
+    columns: dict[str, Any] = {c: batch.column(c) for c in FRAME_COLUMNS if c != "connection"}
+    columns["connection"] = connection
+    if names is not None:
+        for column, values in names.columns(batch).items():
+            kind = pa.map_(pa.string(), pa.string()) if column == "topic_names" else schema.field(column).type
+            columns[column] = pa.array(values, type=kind)
+    else:
+        for column in ("topics", "partitions", "errors", "error_codes"):
+            columns[column] = batch.column(column)
+        columns["topic_names"] = pa.nulls(batch.num_rows, pa.map_(pa.string(), pa.string()))
+    micros = pc.cast(pc.multiply(batch.column("time"), 1e6), pa.int64(), safe=False)
+    ts = pc.cast(micros, pa.timestamp("us", tz="UTC"))
+    columns["ts"] = ts
+    columns["date"] = pc.strftime(ts, format="%Y-%m-%d")
+    columns["api"] = pc.coalesce(batch.column("api_name"), pa.scalar("unknown"))
+    order = [
+        *FRAME_COLUMNS,
+        "topics",
+        "partitions",
+        "errors",
+        "error_codes",
+        "topic_names",
+        "ts",
+        "date",
+        "api",
+    ]
+    return pa.table([columns[c] for c in order], names=order)
+
+
+def _diagnostics(issues: Any, issue_conn: Any, frames: Any, frame_conn: Any) -> Any:
+    """The diagnostics rows: the issues, and the frames with diagnostics."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = issues.num_rows
+    from_file = pc.is_valid(issues.column("file"))
+    first = pa.table(
+        {
+            "source": pc.if_else(from_file, "file", "stream"),
+            "kind": issues.column("issue_kind"),
+            "time": issues.column("time"),
+            "file": issues.column("file"),
+            "file_offset": issues.column("file_offset"),
+            "connection": issue_conn,
+            "client": issues.column("client"),
+            "server": issues.column("server"),
+            "direction": issues.column("direction"),
+            "stream_offset": issues.column("stream_offset"),
+            "length": issues.column("length"),
+            "message": issues.column("message"),
+            "api_name": pa.nulls(n, pa.string()),
+            "api_version": pa.nulls(n, pa.int32()),
+            "correlation_id": pa.nulls(n, pa.int32()),
+        }
+    )
+    flagged = pc.greater(pc.list_value_length(frames.column("diagnostics")), 0)
+    f = frames.filter(flagged)
+    m = f.num_rows
+    second = pa.table(
+        {
+            "source": pa.array(["frame"] * m, pa.string()),
+            "kind": pc.if_else(pc.is_valid(f.column("error")), "undecodable", "non-conformant"),
+            "time": f.column("time"),
+            "file": pa.nulls(m, pa.string()),
+            "file_offset": pa.nulls(m, pa.int64()),
+            "connection": frame_conn.filter(flagged),
+            "client": f.column("client"),
+            "server": f.column("server"),
+            "direction": f.column("direction"),
+            "stream_offset": f.column("stream_offset"),
+            "length": pa.nulls(m, pa.int64()),
+            "message": pc.binary_join(f.column("diagnostics"), "; "),
+            "api_name": f.column("api_name"),
+            "api_version": f.column("api_version"),
+            "correlation_id": f.column("correlation_id"),
+        }
+    )
+    return pa.concat_tables([first, second])
+
+
+def diagnostics_schema() -> Any:
+    """The schema of the ``diagnostics`` table."""
+    import pyarrow as pa
+
+    events = event_arrow_schema()
+    return _diagnostics(
+        events.empty_table(), pa.array([], pa.int32()), events.empty_table(), pa.array([], pa.int32())
+    ).schema
+
+
+def _numbers(batch: Any, numbers: Mapping[tuple[str, int], int]) -> Any:
+    import pyarrow as pa
+
+    keys, locals_ = batch.column("key").to_pylist(), batch.column("local").to_pylist()
+    values = [None if n is None else numbers.get((k, n)) for k, n in zip(keys, locals_, strict=True)]
+    return pa.array(values, pa.int32())
+
+
+def frame_schema() -> Any:
+    """The schema of the tables :func:`_frames` makes."""
+    import pyarrow as pa
+
+    events = event_arrow_schema()
+    fields = [events.field(c) for c in FRAME_COLUMNS if c != "connection"]
+    fields.insert(1, pa.field("connection", pa.int32()))
+    fields += [events.field(c) for c in ("topics", "partitions", "errors", "error_codes")]
+    fields += [
+        pa.field("topic_names", pa.map_(pa.string(), pa.string())),
+        pa.field("ts", pa.timestamp("us", tz="UTC")),
+        pa.field("date", pa.string()),
+        pa.field("api", pa.string()),
+    ]
+    return pa.schema(fields)
+
+
+class _Task:
+    """One spill file's rows, as frames batches (for the writer) and diagnostics and partials."""
+
+    def __init__(
+        self, numbers: Mapping[tuple[str, int], int], directory: Mapping[str, str], width: float
+    ) -> None:
+        self.numbers = numbers
+        self.names = _Names(directory) if directory else None
+        self.partials = Partials(width)
+        self.pending: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+        self.diagnostics: list[Any] = []
+
+    def frames(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow.compute as pc
+
+        for batch in batches:
+            conn = _numbers(batch, self.numbers)
+            is_frame = pc.equal(batch.column("kind"), "frame")
+            if pc.all(is_frame).as_py():  # the usual batch: frames only (no copy of their JSON)
+                frames, frame_conn = batch, conn
+                issues, issue_conn = batch.slice(0, 0), conn.slice(0, 0)
+            else:
+                is_issue = pc.invert(is_frame)
+                frames, issues = batch.filter(is_frame), batch.filter(is_issue)
+                frame_conn, issue_conn = conn.filter(is_frame), conn.filter(is_issue)
+            table = _frames(frames, frame_conn, self.names)
+            self.diagnostics.append(_diagnostics(issues, issue_conn, frames, frame_conn))
+            kinds, files = issues.column("issue_kind").to_pylist(), issues.column("file").to_pylist()
+            for kind, file in zip(kinds, files, strict=True):
+                self.partials.issue(kind, file)
+            for row in table.select(list(_AGG_COLUMNS)).to_pylist():
+                self.partials.frame(row, self.pending)
+            yield from table.to_batches()
+
+
+def write_task(
+    spills: Iterable[tuple[int, str]],
+    output: Output,
+    numbers: Mapping[tuple[str, int], int],
+    directory: Mapping[str, str],
+    width: float,
+) -> Iterator[Partials]:
+    """RDD ``mapPartitions`` function of stage 3: ``(part, spill file)`` in, the partials out."""
+    import pyarrow as pa
+
+    for part, spill in spills:
+        task = _Task(numbers, directory, width)
+        batches = task.frames(read_spill(output, spill))
+        output.write_partitioned(batches, frame_schema(), "frames", ["date", "api"], f"part-{part:05d}")
+        if task.diagnostics:
+            table = pa.concat_tables(task.diagnostics)
+            output.write_file(table, "diagnostics", f"part-{part:05d}.parquet")
+        yield task.partials

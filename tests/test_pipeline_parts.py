@@ -1,0 +1,252 @@
+"""The pipeline's executor-side parts without Spark: payloads read back by position, the Python
+daemon's path clean-up, and partial aggregates that merge to the same tables however the rows are
+split among tasks."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("datasketches", reason="the pipeline needs pip install -e '.[spark]'")
+
+from kcodec.pipeline.aggregates import aggregate_tables
+from kcodec.pipeline.daemon import without_bundled_zips
+from kcodec.pipeline.job import PARTITION_BYTES, default_partitions
+from kcodec.pipeline.partials import Partials
+from kcodec.pipeline.payloads import MAX_GAP, PayloadReader
+from kcodec.pipeline.scan import SEGMENT_DTYPE, scan_split, unpack
+
+
+def test_payloads_are_read_back_by_position(tmp_path: Path) -> None:
+    rng = random.Random(3)
+    blobs = [rng.randbytes(200_000), rng.randbytes(50_000)]
+    paths = []
+    for i, blob in enumerate(blobs):
+        (tmp_path / f"f{i}").write_bytes(blob)
+        paths.append(f"file:{tmp_path / f'f{i}'}")
+    # runs of near positions (one span), a jump past MAX_GAP, another file, an overlap, empty rows
+    wanted = [
+        (0, 100, 50),
+        (0, 150, 10),
+        (0, 200, 1448),
+        (0, 1648 + MAX_GAP + 1, 30),
+        (1, 0, 7),
+        (0, -1, 0),
+        (1, 10, 100),
+        (1, 60, 20),
+        (0, 199_990, 10),
+    ]
+    reader = PayloadReader(paths)
+    got = reader.read_run(*(list(col) for col in zip(*wanted, strict=True)))
+    assert got == [b"" if at < 0 else blobs[f][at : at + n] for f, at, n in wanted]
+    assert reader.reads == 5  # (0: 100-1648), (0: far), (1: 0-110), (1: the overlap), (0: end)
+    (tmp_path / "f1").write_bytes(blobs[1][:40])  # cut short since it was scanned: short payloads
+    reader.close()
+    assert PayloadReader(paths).read_run([1, 1], [30, 45], [20, 5]) == [blobs[1][30:40], b""]
+
+
+def test_scanned_segments_unpack_to_what_the_capture_package_read() -> None:
+    """Stage 1 packs each segment with ``struct``; stage 2 unpacks with NumPy's record dtype: the
+    two layouts must agree field for field."""
+    import numpy as np
+
+    from kcodec.capture import iter_segments
+
+    sample = Path(__file__).parent.parent / "samples" / "sample.pcap"
+    with open(sample, "rb") as f:
+        want: dict[str, list[tuple[Any, ...]]] = {}
+        for seg in iter_segments(f, name=str(sample)):
+            row = (
+                int(seg.key.startswith(seg.src + " ")),
+                seg.flags,
+                seg.seq,
+                seg.ack,
+                seg.timestamp,
+                seg.offset,
+                seg.payload_offset,
+                len(seg.payload),
+            )
+            want.setdefault(seg.key, []).append(row)
+    got: dict[str, list[tuple[Any, ...]]] = {}
+    for (key, order, first), packed in scan_split((str(sample), 0, 0, -1, sample.stat().st_size)):
+        assert order == 0 and isinstance(packed, bytes)
+        assert len(packed) % np.dtype(SEGMENT_DTYPE).itemsize == 0
+        rows = list(zip(*unpack(packed), strict=True))
+        assert first == rows[0][5]
+        got.setdefault(key, []).extend(rows)
+    assert got == want and sum(map(len, got.values())) > 10
+
+
+def test_connection_partitions_follow_the_input_size_within_1_to_8_per_core() -> None:
+    assert default_partitions(1_000_000, 2) == 2  # a small input: one task per core
+    assert default_partitions(5 * PARTITION_BYTES, 2) == 5
+    assert default_partitions(1_000_000_000, 2) == 16  # 8 per core at most
+    assert default_partitions(1_000_000_000, 1) == 8
+    assert default_partitions(0, 0) == 1
+
+
+def test_daemon_imports_the_libraries_and_stays_single_threaded() -> None:
+    """The daemon forks the workers after importing NumPy, pyarrow and pandas: it must still be a
+    single thread then (a thread holding a lock at the fork would leave the worker deadlocked)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "JE_ARROW_MALLOC_CONF")}
+    probe = (
+        "import os, sys\n"
+        "from kcodec.pipeline.daemon import _import_libraries\n"
+        "_import_libraries()\n"
+        "assert {'numpy', 'pyarrow', 'pyarrow.parquet', 'pyarrow.dataset'} <= set(sys.modules)\n"
+        "print(len(os.listdir('/proc/self/task')))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "1"
+
+
+def test_daemon_takes_the_installed_pysparks_zips_off_the_path(tmp_path: Path) -> None:
+    site = tmp_path / "site-packages"
+    (site / "pyspark" / "python" / "lib").mkdir(parents=True)
+    (site / "pyspark" / "__init__.py").write_text("")
+    lib = site / "pyspark" / "python" / "lib"
+    path = [str(lib / "pyspark.zip"), str(lib / "py4j-0.10.9.9-src.zip"), "/other/x.zip", str(site)]
+    assert without_bundled_zips(path) == [str(lib / "py4j-0.10.9.9-src.zip"), "/other/x.zip", str(site)]
+    (site / "py4j").mkdir()
+    (site / "py4j" / "__init__.py").write_text("")
+    assert without_bundled_zips(path) == ["/other/x.zip", str(site)]
+    elsewhere = ["/opt/spark/python/lib/pyspark.zip", str(site)]  # a cluster's own Spark: kept
+    assert without_bundled_zips(elsewhere) == elsewhere
+    assert without_bundled_zips(["/opt/spark/python/lib/pyspark.zip"]) == [
+        "/opt/spark/python/lib/pyspark.zip"
+    ]
+
+
+def _rows(n: int, rng: random.Random) -> list[dict[str, Any]]:
+    """Frames rows as stage 3 gives them to the partials: requests and their responses on a few
+    connections, errors (fencing among them), leader epochs that change."""
+    rows: list[dict[str, Any]] = []
+    t = 1_700_000_000.0
+    for i in range(n):
+        conn = rng.randrange(1, 6)
+        api = rng.choice([(1, "Fetch", 12), (0, "Produce", 9), (3, "Metadata", 12), (None, None, None)])
+        t += rng.random() * 0.05
+        topic = rng.choice(["a", "b"])
+        base = {
+            "connection": conn,
+            "client": f"c{conn}",
+            "server": "s",
+            "api_key": api[0],
+            "api_name": api[1],
+            "api_version": api[2],
+            "correlation_id": i,
+            "client_id": rng.choice(["app-1", "app-2", None]),
+            "client_software_name": "x",
+            "client_software_version": "1",
+        }
+        cle = rng.choice([3, 4, -1])
+        rows.append(
+            {
+                **base,
+                "time": t,
+                "direction": "request",
+                "stream_offset": i * 100,
+                "size": rng.randrange(10, 5000),
+                "latency": None,
+                "error": None,
+                "diagnostics": [],
+                "partitions": [
+                    {"topic": topic, "partition": 0, "leader_epoch": None, "current_leader_epoch": cle}
+                ],
+                "errors": [],
+            }
+        )
+        code = rng.choice([0, 0, 0, 74, 75, 3])
+        epoch = rng.choice([7, 7, 7, 8]) if api[1] == "Metadata" else None
+        rows.append(
+            {
+                **base,
+                "time": t + 0.002,
+                "direction": "response",
+                "stream_offset": i * 120,
+                "size": rng.choice([None, rng.randrange(10, 5000)]),
+                "latency": rng.random() / 100,
+                "error": rng.choice([None, None, "x"]),
+                "diagnostics": rng.choice([[], ["odd"]]),
+                "partitions": [
+                    {"topic": topic, "partition": 0, "leader_epoch": epoch, "current_leader_epoch": None}
+                ],
+                "errors": [{"topic": topic, "partition": 0, "error_code": code, "error_name": f"E{code}"}]
+                if code
+                else [],
+            }
+        )
+    return rows
+
+
+def _fold(rows: list[dict[str, Any]]) -> Partials:
+    p = Partials(0.5)
+    pending: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+    for r in rows:
+        p.frame(r, pending)
+    p.issue("gap", None)
+    p.issue("unreadable-file", "f")
+    return p
+
+
+def test_partials_merge_to_the_tables_of_all_rows_at_once() -> None:
+    rng = random.Random(11)
+    rows = _rows(400, rng)
+    whole = aggregate_tables(_fold(rows), 3, 1000)
+    assert whole["fencing"] and whole["latency"] and whole["errors"] and whole["timeline"]
+    assert any(r["event"] == "LEADER_EPOCH_CHANGE" for r in whole["fencing"])
+    for parts in (2, 5):
+        by_conn: dict[int, list[dict[str, Any]]] = {}
+        for r in rows:  # as the job splits them: whole connections per task
+            by_conn.setdefault(r["connection"] % parts, []).append(r)
+        merged = Partials(0.5)
+        for group in by_conn.values():
+            merged.merge(_fold(group))
+        tables = aggregate_tables(merged, 3, 1000)
+        summary = dict(tables["summary"][0])
+        assert summary.pop("stream_issues") == len(by_conn) and summary.pop("unreadable_files") == 1
+        want = dict(whole["summary"][0])
+        del want["stream_issues"], want["unreadable_files"]
+        assert summary == want
+        for a, b in zip(tables["latency"], whole["latency"], strict=True):  # sums in another order
+            assert a["mean_ms"] == pytest.approx(b["mean_ms"])
+            assert {**a, "mean_ms": 0} == {**b, "mean_ms": 0}
+        for name in ("api_stats", "errors", "clients", "fencing", "timeline"):
+            assert tables[name] == whole[name], name
+
+
+def test_class_data_sharing_archive_is_written_once_then_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kcodec.pipeline import cds
+
+    monkeypatch.setenv("KCODEC_CACHE", str(tmp_path))
+    monkeypatch.delenv("KCODEC_SPARK_CDS", raising=False)
+    home = Path("/some/java")
+    first = cds.plan_archive(home)  # this run writes it: its JVM, at exit, to a temporary name
+    assert first.lock is not None and "-XX:ArchiveClassesAtExit=" in first.options
+    temp = Path(first.options.split("=", 1)[1].split()[0])
+    assert cds.plan_archive(home).options == ""  # the lock is fresh and has no JVM yet: wait
+    first.record_jvm(2**22 + 12345)  # a JVM no longer running (beyond Linux's default pid_max)
+    temp.write_bytes(b"archive")
+    second = cds.plan_archive(home)  # moves the finished archive into place and uses it
+    archive = temp.with_name(temp.name.removesuffix(".tmp"))
+    assert second.lock is None and second.options.startswith(f"-XX:SharedArchiveFile={archive} ")
+    assert archive.read_bytes() == b"archive" and not temp.exists() and not first.lock.exists()
+    assert cds.plan_archive(home).options == second.options
+    monkeypatch.setenv("KCODEC_SPARK_CDS", "0")
+    assert cds.plan_archive(home).options == ""
+    # another environment: its JVM wrote nothing (killed): no archive, and no second try
+    monkeypatch.delenv("KCODEC_SPARK_CDS")
+    other = cds.plan_archive(Path("/other/java"))
+    assert other.lock is not None
+    other.record_jvm(2**22 + 12346)
+    assert cds.plan_archive(Path("/other/java")).options == ""
+    assert cds.plan_archive(Path("/other/java")).options == "" and not other.lock.exists()
