@@ -638,11 +638,10 @@ def test_capture_corrupt_body_is_a_typed_error(synthetic: Path) -> None:
     assert frame.error.offset > 12 and frame.error.path.startswith("MetadataRequest")
     assert (frame.api_key, frame.api_version, frame.correlation_id) == (3, 12, 3)
     d = frame.to_dict()
-    assert (
-        d["error"]["type"] == "DecodeError"
-        and d["error"]["offset"] == frame.error.offset
-        and d["body"] is None
-    )
+    assert d["error"]["type"] == "DecodeError" and d["error"]["offset"] == frame.error.offset
+    # what precedes the bad varint is shown, marked partial (kcodec.partial)
+    assert d["partial"] is True and d["body"] == {"topics": [{"topicId": "AAAAAAAAAAAAAAAAAAD__w"}]}
+    assert d["header"] is not None and d["diagnostics"][-2].startswith("partial body: MetadataRequest v12")
 
 
 def test_capture_garbage_and_foreign_flows(synthetic: Path) -> None:

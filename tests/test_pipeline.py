@@ -137,8 +137,10 @@ def as_json(row: dict[str, Any]) -> dict[str, Any]:
         d[k] = row[k]
     if row["latency"] is not None:
         d["latency"] = row["latency"]
-    for k in ("header", "body", "error"):
+    for k in ("header", "body"):
         d[k] = None if row[k] is None else json.loads(row[k])
+    d["partial"] = row["partial"]
+    d["error"] = None if row["error"] is None else json.loads(row["error"])
     d["diagnostics"] = list(row["diagnostics"])
     d["error_codes"] = [dict(e) for e in row["error_codes"]]
     if row["topic_names"]:

@@ -4,7 +4,9 @@
 request with the same correlation id (:class:`~kcodec.capture.framing.Pairing`). Frames that do not
 decode cleanly are read as far as they go, into their real values where a known peer deviation
 explains them (``kcodec.quirks``), with a diagnostic saying what was read how; otherwise the frame
-carries the typed error (also its last diagnostic). ``strict=True`` takes no leniency at all:
+carries the typed error (also its last diagnostic) and, when its header decodes, what its body holds
+up to the bad spot (``kcodec.partial``; ``CapturedFrame.partial``), with a diagnostic naming what was
+read and where it stopped. ``strict=True`` takes no leniency at all:
 bytes left after a body, and every known deviation, are errors (the deviation is still named).
 """
 
@@ -14,9 +16,10 @@ import struct
 
 from kcodec.capture.events import CapturedFrame, UnmatchedResponseError
 from kcodec.capture.framing import Pairing, RawFrame
-from kcodec.codec import Diagnostic, message_class
-from kcodec.errors import DecodeError, KcodecError
+from kcodec.codec import Diagnostic, decode_at, message_class
+from kcodec.errors import DecodeError, KcodecError, TrailingBytesError
 from kcodec.frames import Frame, ResponseFrame, decode_request, decode_response
+from kcodec.partial import read_partial
 from kcodec.quirks import (
     API_VERSIONS_KEY,
     doubled_tagged_section,
@@ -24,12 +27,14 @@ from kcodec.quirks import (
     read_api_versions_reply,
     read_null_arrays,
 )
+from kcodec.registry import api
 
-__all__ = ["FrameDecoder", "header_fields"]
+__all__ = ["FrameDecoder", "header_fields", "read_partial_body"]
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _PRODUCE_KEY = 0
+_CUT = "frame truncated"  # the framer's reason for a frame of which only the first bytes were captured
 _METADATA_KEY = 3
 
 
@@ -54,6 +59,31 @@ def _reasons(diagnostics: list[Diagnostic]) -> tuple[str, ...]:
     return tuple(d.reason for d in diagnostics)
 
 
+def read_partial_body(frame: CapturedFrame, data: bytes, request: bool, *, cut: bool = False) -> None:
+    """For a frame whose body did not decode (``frame.error`` set; api key and version known): when
+    its header decodes and the error lies in the body (or ``cut``: the capture has only the first
+    bytes of the frame, ``data``), set ``frame.header`` and ``frame.partial`` (the body read as far
+    as it goes; offsets count from the size prefix, as the error's do) and put a diagnostic saying
+    what was read before the error's own (which stays last)."""
+    error, key, version = frame.error, frame.api_key, frame.api_version
+    if not isinstance(error, DecodeError) or isinstance(error, TrailingBytesError):
+        return
+    if key is None or version is None or len(data) < 4:
+        return
+    try:
+        info = api(key)
+        name = info.request if request else info.response
+        if not cut and error.path != name and not error.path.startswith((f"{name}.", f"{name}[")):
+            return  # the size prefix or the header is what broke
+        hv = info.request_header_version(version) if request else info.response_header_version(version)
+        header, end = decode_at("RequestHeader" if request else "ResponseHeader", hv, memoryview(data)[4:])
+        partial = read_partial(name, version, data, 4 + end)
+    except KcodecError:
+        return
+    frame.header_version, frame.header, frame.partial = hv, header, partial
+    frame.diagnostics = (*frame.diagnostics[:-1], partial.describe(), *frame.diagnostics[-1:])
+
+
 class FrameDecoder:
     """Decodes the frames of one connection (see the module docstring)."""
 
@@ -74,6 +104,8 @@ class FrameDecoder:
             frame.api_key, frame.api_version, frame.correlation_id = header_fields(raw.data, True)
         if raw.error is not None:
             frame.fail(raw.error)
+            if raw.framed and raw.error.reason.startswith(_CUT):
+                read_partial_body(frame, raw.data, True, cut=True)
         else:
             self._decode_request(frame, raw.data)
         if frame.api_key is not None and frame.api_version is not None and frame.correlation_id is not None:
@@ -91,6 +123,7 @@ class FrameDecoder:
             found = None if strict else read_null_arrays(data, e, lambda d: decode_request(d, strict=False))
             if found is None:
                 frame.fail(e)
+                read_partial_body(frame, data, True)
                 self._explain_failed_request(frame, data)
                 return
             req, notes = found
@@ -124,6 +157,8 @@ class FrameDecoder:
             frame.latency = frame.timestamp - sent
         if raw.error is not None:
             frame.fail(raw.error)
+            if raw.framed and raw.error.reason.startswith(_CUT):
+                read_partial_body(frame, raw.data, False, cut=True)
         elif frame.api_key is None or frame.api_version is None:
             frame.fail(
                 UnmatchedResponseError(
@@ -165,6 +200,7 @@ class FrameDecoder:
         if resp is None:
             assert error is not None
             frame.fail(error)
+            read_partial_body(frame, data, False)
             return
         assert isinstance(resp, ResponseFrame)
         frame.header_version, frame.header, frame.body = resp.header_version, resp.header, resp.body

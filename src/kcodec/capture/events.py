@@ -15,6 +15,7 @@ from kcodec.registry import api
 
 if TYPE_CHECKING:
     from kcodec.jsonconv import RecordsMode
+    from kcodec.partial import PartialBody
 
 __all__ = [
     "CaptureEvent",
@@ -68,7 +69,9 @@ class CapturedFrame:
     """One Kafka frame seen on a connection, decoded or not.
 
     ``error`` is set when the frame could not be decoded (``header``/``body`` are then ``None``, or
-    only ``header`` is set), and its text is then also the last entry of ``diagnostics``, which lists
+    only ``header`` is set; ``partial`` then holds what the body's bytes hold up to where they stop
+    making sense, when the header decoded: ``kcodec.partial``), and its text is then also the last
+    entry of ``diagnostics``, which lists
     everything non-conformant about the frame (bytes left over, a peer's known off-spec layout and
     how it was read). ``api_key``, ``api_version`` and ``correlation_id`` are filled in as far as the
     bytes tell. ``stream_offset`` is the position of the frame's size prefix in its direction's byte
@@ -93,6 +96,7 @@ class CapturedFrame:
     error: KcodecError | None = None
     diagnostics: tuple[str, ...] = ()
     latency: float | None = None  # responses: seconds since the matching request
+    partial: PartialBody | None = None  # a body that does not decode, read as far as it goes
     extra: dict[str, Any] = field(default_factory=dict)  # added by later stages (e.g. topic names)
 
     @property
@@ -116,6 +120,10 @@ class CapturedFrame:
 
     def to_dict(self, *, body: bool = True, records: RecordsMode = "raw") -> dict[str, Any]:
         """The JSON-lines object: header and body as Kafka JSON (``kcodec.to_json``) when ``body``.
+
+        ``partial`` is true when the body did not decode and ``body`` shows what it holds up to the
+        bad spot (``kcodec.partial``: every field read whole before it, the struct or array it is in
+        cut there); ``error`` then says where and why it stopped.
 
         ``records``: ``"raw"`` keeps ``records`` fields as Kafka JSON's base64 blob; ``"base64"`` /
         ``"text"`` expand them into batches and records (``kcodec.to_json(..., records=...)``).
@@ -145,11 +153,15 @@ class CapturedFrame:
                 if self.header is None or self.header_version is None
                 else to_json(self.header, self.header_version)
             )
-            out["body"] = (
-                None
-                if self.body is None or self.api_version is None
-                else to_json(self.body, self.api_version, records=records)
-            )
+            if self.partial is not None:
+                out["body"] = self.partial.to_json(records=records)
+            else:
+                out["body"] = (
+                    None
+                    if self.body is None or self.api_version is None
+                    else to_json(self.body, self.api_version, records=records)
+                )
+        out["partial"] = self.partial is not None
         out["error"] = None if self.error is None else error_dict(self.error)
         out["diagnostics"] = list(self.diagnostics)
         if self.extra:

@@ -4,6 +4,7 @@ content, record lines, and the full ``-V`` view (presentation only; the facts co
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from kcodec.capture import CapturedFrame
@@ -132,6 +133,9 @@ def summary_parts(frame: CapturedFrame, facts: Facts | None) -> list[Part]:
         out += _errors(facts)
     notes = [d for d in frame.diagnostics if frame.error is None or not d.endswith(str(frame.error))]
     out += [("note", f"[{d}]") for d in notes]
+    if frame.partial is not None:  # what the body holds before the bad spot, marked as such
+        content = json.dumps(frame.partial.to_json(), separators=(",", ":"), ensure_ascii=False)
+        out.append(("", f"partial {content}"))
     if facts is None:
         return out
     out += _keys(frame, facts)
@@ -172,7 +176,7 @@ def full_view(frame: CapturedFrame) -> list[str]:
 
     for part in ("header", "body"):
         if d.get(part) is not None:
-            walk(part, d[part], 1)
+            walk("body (partial)" if part == "body" and d.get("partial") else part, d[part], 1)
     for diag in frame.diagnostics:
         lines.append(f"  ! {diag}")
     return lines

@@ -85,13 +85,14 @@ def default_tagged_fields(msg: Any, name: str, version: int, spans: list[Any]) -
     and neither does kcodec: re-encoding drops them)."""
     from kcodec.codec import message_info
     from kcodec.schema import STRUCT_DEFAULT
+    from kcodec.wirewalk import TAGGED
 
     info = message_info(name)
     found = 0
     for s in spans:
         if s.kind != "known_tag":
             continue
-        obj = _resolve(msg, s.path[: -len("._tagged")] if s.path != "_tagged" else "")
+        obj = _resolve(msg, s.path[: -len(TAGGED) - 1] if s.path != TAGGED else "")
         struct = type(obj).__name__
         f = next(x for x in info.fields_at(struct, version) if x.tag == s.value and x.is_tagged(version))
         value = getattr(obj, f.attr)

@@ -66,6 +66,7 @@ EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("latency", "double"),
     ("header", "string"),
     ("body", "string"),
+    ("partial", "boolean"),
     ("error", "string"),
     ("diagnostics", "array<string>"),
     ("client_id", "string"),
@@ -260,6 +261,7 @@ class _Decoder:
                 "latency": d.get("latency"),
                 "header": header_text,
                 "body": body_text,
+                "partial": d["partial"],
                 "error": _dumps(d["error"]),
                 "diagnostics": d["diagnostics"],
                 "client_id": client_id,
@@ -315,6 +317,7 @@ def _arrow_type(spark_type: str) -> Any:
     import pyarrow as pa
 
     simple = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "double": pa.float64()}
+    simple["boolean"] = pa.bool_()
     if spark_type in simple:
         return simple[spark_type]
     if spark_type == "array<string>":

@@ -45,6 +45,7 @@ FRAME_COLUMNS = (
     "latency",
     "header",
     "body",
+    "partial",
     "error",
     "diagnostics",
     "client_id",
