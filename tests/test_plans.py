@@ -315,7 +315,15 @@ def test_compiled_modules_bind_their_eager_decoders_natively() -> None:
 
     plan = module("ListOffsetsRequest", compiled=True)
     assert plan.bound_decoders == plan.roots and module("ListOffsetsRequest").bound_decoders == ()
+    assert plan.bound_encoders == plan.roots and module("ListOffsetsRequest").bound_encoders == ()
     text = render_module(environment(), plan)
     assert "def decode_ListOffsetsRequest_v4(data: Any) -> Any:" in text
     assert "obj, end = d_ListOffsetsRequest_v4(data, 0, size)" in text and "    4: decode_ListOffsetsRequest_v4," in text
     assert "BOUND_DECODERS" not in render_module(environment(), module("ListOffsetsRequest"))
+    assert "def encode_ListOffsetsRequest_v4(message: Any) -> bytes:" in text
+    assert "e_ListOffsetsRequest_v4(message, out)" in text and "    4: encode_ListOffsetsRequest_v4," in text
+    assert "BOUND_ENCODERS" not in render_module(environment(), module("ListOffsetsRequest"))
+    # no bytes/records values: a plain bytearray; with records, the ChunkedOut that keeps them uncopied
+    assert not plan.bound_encoders_chunked and "out = bytearray()" in text
+    produce = module("ProduceRequest", compiled=True)
+    assert produce.bound_encoders_chunked and "out = _Chunked()" in render_module(environment(), produce)

@@ -5,10 +5,12 @@
 
 ``dump`` walks every message and version of the kcodec it imports. For each, it builds random valid
 messages from the runtime field descriptions (deterministic: seeded by message, version and index),
-encodes them, decodes the bytes eagerly (by name and through the bound ``kcodec.decoder``, which
-is a native function of its own in compiled modules) and lazily, decodes damaged copies (truncated,
-bytes flipped, a byte appended or inserted) and encodes mutated messages (a field set to None, a
-string, an out-of-range integer, bytes, or unknown tagged fields out of order). Every outcome is
+encodes them (by message and through the bound ``kcodec.encoder``, native in compiled modules,
+also given an object of another type), decodes the bytes eagerly (by name and through the bound
+``kcodec.decoder``, which is a native function of its own in compiled modules) and lazily, decodes
+damaged copies (truncated, bytes flipped, a byte appended or inserted) and encodes mutated messages
+(a field set to None, a string, an out-of-range integer, bytes, or unknown tagged fields out of
+order). Every outcome is
 recorded: a digest of the bytes or of the decoded message's structure, or the error's type, text,
 offset and field path. ``compare`` prints the differences; identical builds give none. It only uses
 APIs that every kcodec build has (``kcodec.encode``/``decode``/``decoder``, ``MessageInfo``), so a
@@ -142,6 +144,9 @@ def dump(per_version: int, seed: int) -> dict[str, list[Any]]:
                 key = f"{name} v{version} #{k}"
                 msg = random_struct(info, name, version, rng)
                 results[f"{key} encode"] = outcome(kcodec.encode, msg, version)
+                encode_bound = kcodec.encoder(name, version)  # compiled modules: native, of its own
+                results[f"{key} encode bound"] = outcome(encode_bound, msg)
+                results[f"{key} encode bound wrong type"] = outcome(encode_bound, info)
                 try:
                     data = kcodec.encode(msg, version)
                 except Exception:
@@ -164,6 +169,7 @@ def dump(per_version: int, seed: int) -> dict[str, list[Any]]:
                     before = getattr(obj, attr)
                     setattr(obj, attr, rng.choice(MUTATIONS))
                     results[f"{key} mutated {i} {attr}"] = outcome(kcodec.encode, msg, version)
+                    results[f"{key} mutated {i} {attr} bound"] = outcome(encode_bound, msg)
                     setattr(obj, attr, before)
     return results
 

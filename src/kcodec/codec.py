@@ -278,6 +278,27 @@ def encoder(message_name: str, version: int) -> Callable[[Message], bytes]:
     """An encoding function bound to one message and version: ``encoder(name, v)(msg)`` is
     ``encode(msg, v)`` for a ``name`` message, without the per-call lookup."""
     fn = _encoder_fn(message_name, version)
+    bound = getattr(module(message_name), "BOUND_ENCODERS", {}).get(version)
+    if bound is not None:  # compiled modules: native, falling back on encode_as for the rest
+        return bound  # type: ignore[no-any-return]
+    return _python_encoder(message_name, version, fn)
+
+
+_python_encoders: dict[tuple[str, int], Callable[[Message], bytes]] = {}
+
+
+def encode_as(message_name: str, version: int, message: Any) -> bytes:
+    """``encoder(message_name, version)(message)`` by the Python path: what a compiled module's
+    bound encoder falls back on for a subclass, another type or an error (same checks, same errors)."""
+    enc = _python_encoders.get((message_name, version))
+    if enc is None:
+        enc = _python_encoders[(message_name, version)] = _python_encoder(
+            message_name, version, _encoder_fn(message_name, version)
+        )
+    return enc(message)
+
+
+def _python_encoder(message_name: str, version: int, fn: Any) -> Callable[[Message], bytes]:
     cls = message_class(message_name)
 
     def encode_body(message: Message) -> bytes:

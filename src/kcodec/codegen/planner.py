@@ -23,7 +23,7 @@ from kcodec.codegen.spec.fields import FieldSpec, to_snake
 from kcodec.codegen.spec.messages import MessageSpec
 from kcodec.codegen.spec.structs import StructSpec
 from kcodec.codegen.spec.versions import Versions, version_ranges
-from kcodec.codegen.strategy import has_records, read_strategy, reads_records, write_strategy
+from kcodec.codegen.strategy import has_records, read_strategy, reads_records, write_strategy, writes_blobs
 from kcodec.codegen.wire_types import WIRE_TYPES
 
 
@@ -129,6 +129,8 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
         construct_imports=construct_imports,
         backend_imports=backend_imports,
         bound_decoders=tuple((v, ids[root]) for v, root in layouts.items()) if target.compiled else (),
+        bound_encoders=tuple((v, ids[root]) for v, root in layouts.items()) if target.compiled else (),
+        bound_encoders_chunked=any(writes_blobs(root) for root in roots),
         json=plan_json(merged, fields_by_set, sources, module_name(merged.name)),
     )
 

@@ -104,11 +104,20 @@ def reads_records(plan: StructPlan) -> bool:
 
 def has_records(plan: StructPlan) -> bool:
     """Whether any value reachable from ``plan`` is records (the message then keeps the caller's buffer)."""
+    return _reaches(plan, ("records",))
 
+
+def writes_blobs(plan: StructPlan) -> bool:
+    """Whether any value reachable from ``plan`` is bytes or records: values its encoder hands to a
+    ``ChunkedOut`` uncopied when they are large (without them a plain ``bytearray`` does)."""
+    return _reaches(plan, ("bytes", "records"))
+
+
+def _reaches(plan: StructPlan, kinds: tuple[str, ...]) -> bool:
     def value(v: ValuePlan) -> bool:
-        if v.kind == "records":
+        if v.kind in kinds:
             return True
-        if v.struct is not None and has_records(v.struct):
+        if v.struct is not None and _reaches(v.struct, kinds):
             return True
         return v.element is not None and value(v.element)
 
