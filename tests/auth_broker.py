@@ -21,9 +21,10 @@ import hmac
 import os
 import ssl
 import struct
-import threading
 from dataclasses import dataclass, field
 from typing import Any
+
+from loop_server import LoopServer
 
 import kcodec
 
@@ -60,8 +61,10 @@ class Session:
     user: str | None = None
 
 
-class AuthBroker:
+class AuthBroker(LoopServer):
     """Use as a context manager; ``port``, ``logins`` (usernames that logged in), ``failures``."""
+
+    kind = "auth broker"
 
     def __init__(
         self,
@@ -79,43 +82,7 @@ class AuthBroker:
         self.logins: list[tuple[str, str]] = []
         self.failures: list[str] = []
         self.requests: list[tuple[int, int]] = []
-        self.loop = asyncio.new_event_loop()
-        self.port = 0
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._server: asyncio.base_events.Server | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
-
-    # -- server plumbing -----------------------------------------------------------------------
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-
-        async def start() -> None:
-            self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0, ssl=self.ssl_context)
-            self.port = self._server.sockets[0].getsockname()[1]
-            self._ready.set()
-
-        self.loop.run_until_complete(start())
-        self.loop.run_forever()
-
-    def __enter__(self) -> AuthBroker:
-        self._thread.start()
-        assert self._ready.wait(5), "auth broker did not start"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        async def stop() -> None:
-            assert self._server is not None
-            self._server.close()
-            for t in list(self._tasks):
-                t.cancel()
-            await asyncio.sleep(0)
-
-        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(5)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(5)
-        self.loop.close()
+        super().__init__(ssl_context)
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()

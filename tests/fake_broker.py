@@ -10,6 +10,8 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from loop_server import LoopServer
+
 import kcodec
 from kcodec.frames import RequestFrame
 
@@ -47,24 +49,21 @@ def api_versions_response(req: RequestFrame, version: int, error_code: int = 0, 
     return kcodec.encode_response(body, version, correlation_id=req.correlation_id)
 
 
-class FakeBroker:
+class FakeBroker(LoopServer):
+    kind = "fake broker"
+
     def __init__(self, session: Session) -> None:
+        super().__init__()
         self._session = session
-        self.loop = asyncio.new_event_loop()
         self.connections = 0
         self.closed_by_peer = threading.Event()
         self.requests: list[RequestFrame] = []
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._server: asyncio.base_events.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self.port = 0
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         task = asyncio.current_task()
         assert task is not None
-        self._tasks.add(task)  # type: ignore[arg-type]
+        self._tasks.add(task)
         try:
             await self._session(reader, writer)
             if reader.at_eof():
@@ -74,31 +73,3 @@ class FakeBroker:
         finally:
             writer.close()
 
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-
-        async def start() -> None:
-            self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-            self.port = self._server.sockets[0].getsockname()[1]
-            self._ready.set()
-
-        self.loop.run_until_complete(start())
-        self.loop.run_forever()
-
-    def __enter__(self) -> FakeBroker:
-        self._thread.start()
-        assert self._ready.wait(5), "fake broker did not start"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        async def stop() -> None:
-            assert self._server is not None
-            self._server.close()
-            for t in list(self._tasks):
-                t.cancel()
-            await asyncio.sleep(0)
-
-        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(5)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(5)
-        self.loop.close()
