@@ -23,8 +23,21 @@ _STYLES = {"error": "red", "note": "yellow", "dim": "dim", "": "", "red": "red",
 _WIDE = 110
 
 
+_MAX_TS = 253402300800.0  # 10000-01-01: datetime's limit
+
+
 def clock(ts: float) -> str:
-    return _dt.datetime.fromtimestamp(ts, tz=_dt.UTC).strftime("%H:%M:%S.%f")[:-3]
+    """``HH:MM:SS.mmm`` (UTC) of a capture time: what ``datetime.fromtimestamp(ts, UTC)`` shows, cut to
+    milliseconds, computed without building a datetime per row (microseconds rounded half-even as
+    ``fromtimestamp`` rounds them)."""
+    if not 0.0 <= ts < _MAX_TS:  # (NaN too) datetime's own answer, or its error
+        return _dt.datetime.fromtimestamp(ts, tz=_dt.UTC).strftime("%H:%M:%S.%f")[:-3]
+    whole = int(ts)
+    micros = round((ts - whole) * 1e6)
+    if micros >= 1_000_000:
+        whole, micros = whole + 1, micros - 1_000_000
+    day = whole % 86400
+    return f"{day // 3600:02d}:{day // 60 % 60:02d}:{day % 60:02d}.{micros // 1000:03d}"
 
 
 class TableWriter:
