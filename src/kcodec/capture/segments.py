@@ -233,7 +233,9 @@ def _segment(
     if not payload and not keep_acks and not flags & (TH_SYN | TH_FIN | TH_RST):
         return None
     payload_offset = data_offset + at + hlen if data_offset >= 0 and payload else -1
-    return _made(saddr, daddr, sport, dport, seq, ack, flags, ts, payload, file, index, offset, payload_offset)
+    return _made(
+        saddr, daddr, sport, dport, seq, ack, flags, ts, payload, file, index, offset, payload_offset
+    )
 
 
 def _made(
