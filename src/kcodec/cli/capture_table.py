@@ -10,17 +10,24 @@ from __future__ import annotations
 import datetime as _dt
 import sys
 import textwrap
-from typing import IO
-
-from rich.console import Console
-from rich.markup import escape
+from typing import IO, TYPE_CHECKING
 
 from kcodec.capture import CapturedFrame, CaptureIssue
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["TableWriter", "clock"]
 
 _STYLES = {"error": "red", "note": "yellow", "dim": "dim", "": "", "red": "red", "yellow": "yellow"}
 _WIDE = 110
+
+
+def escape(text: str) -> str:
+    """``rich.markup.escape`` (rich is imported only when rows go to a terminal)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 
 _MAX_TS = 253402300800.0  # 10000-01-01: datetime's limit
