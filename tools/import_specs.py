@@ -49,7 +49,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kafka_spec_json import SpecError, Warn, print_warning, load_kafka_json, strip_comments
+from kafka_spec_json import SpecError, Warn, load_kafka_json, print_warning, strip_comments
 
 __all__ = ["SpecError", "Warn", "load_kafka_json", "strip_comments"]
 
