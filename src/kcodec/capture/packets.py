@@ -22,15 +22,22 @@ from __future__ import annotations
 
 import struct
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar, cast
 
 from kcodec.capture.events import CaptureIssue
 from kcodec.errors import KcodecError
 
-__all__ = ["CaptureFileError", "RawPacket", "iter_packets"]
+__all__ = ["CaptureFileError", "RawPacket", "RecordMaker", "iter_packets", "iter_records"]
+
+_T = TypeVar("_T")
+#: What :func:`iter_records` turns each packet record into: called with (packet number, record
+#: offset in the file, time, link type, buffer, start, stop, file offset of the data or -1), where
+#: ``buffer[start:stop]`` is the captured data (the buffer may hold other records too: a reader's
+#: block, read without a copy); returns the item to yield, or None for nothing. It must not raise.
+RecordMaker = Callable[[int, int, float, int, bytes, int, int, int], _T | None]
 
 #: Record lengths above this are taken as damage whatever the snap length says (jumbo frames and TSO
 #: captures stay far below; pcap's own maximum snap length is 256 KiB).
@@ -150,9 +157,44 @@ def iter_packets(
         if head == _PCAPNG_SHB:
             yield from _PcapNg(f, head, label).packets(start, end)
         elif head in _PCAP_MAGICS:
-            yield from _Pcap(f, head, label).packets(start, end)
+            yield from _Pcap(f, head, label).packets(start, end, None)
         else:
             raise CaptureFileError(f"not a pcap or pcapng file (starts with {head.hex()})")
+    finally:
+        if owned:
+            f.close()
+
+
+def iter_records(
+    source: str | Path | IO[bytes],
+    make: RecordMaker[_T],
+    *,
+    start: int = 0,
+    end: int | None = None,
+    name: str | None = None,
+) -> Iterator[_T | CaptureIssue]:
+    """:func:`iter_packets`, with each packet record turned into ``make``'s item (see
+    :data:`RecordMaker`) instead of a :class:`RawPacket`: for a pcap file read from its block buffer
+    without copying the record's data; records ``make`` turns into None are not yielded."""
+    f, label, owned = _open(source)
+    label = name or label
+    try:
+        head = f.read(4)
+        if len(head) < 4:
+            raise CaptureFileError("the capture file is " + ("cut short" if head else "empty"))
+        if head in _PCAP_MAGICS:
+            records = _Pcap(f, head, label).packets(start, end, make)
+            yield from cast("Iterator[_T | CaptureIssue]", records)  # (make given: no RawPacket)
+            return
+        if head != _PCAPNG_SHB:
+            raise CaptureFileError(f"not a pcap or pcapng file (starts with {head.hex()})")
+        for p in _PcapNg(f, head, label).packets(start, end):
+            if isinstance(p, CaptureIssue):
+                yield p
+                continue
+            item = make(p.index, p.offset, p.timestamp, p.linktype, p.data, 0, len(p.data), p.data_offset)
+            if item is not None:
+                yield item
     finally:
         if owned:
             f.close()
@@ -233,7 +275,10 @@ class _Pcap:
                 return at
             at += 1
 
-    def packets(self, start: int, end: int | None) -> Iterator[RawPacket | CaptureIssue]:
+    def packets(
+        self, start: int, end: int | None, make: RecordMaker[_T] | None
+    ) -> Iterator[RawPacket | _T | CaptureIssue]:
+        """The records (as ``RawPacket``, or as ``make`` makes them) and the file's issues."""
         label, unit, hdr, linktype = self.label, self.unit, self.header, self.linktype
         r = _Reader(self.f, _skip_to(self.f, 24, start))
         last_ts: float | None = None
@@ -261,6 +306,13 @@ class _Pcap:
                     last_ts = float(sec)
                     rec_at = r.pos
                     r.pos = rec_at + 16 + incl
+                    if make is not None:
+                        at = i + 16
+                        ts = sec + frac * unit
+                        item = make(index, rec_at, ts, linktype, buf, at, at + incl, rec_at + 16)
+                        if item is not None:
+                            yield item
+                        continue
                     yield RawPacket(
                         index,
                         rec_at,
@@ -324,9 +376,19 @@ class _Pcap:
                     incl - len(data),
                 )
                 if data:
-                    yield RawPacket(index, rec_at, ts, linktype, data, orig, rec_at + 16)
+                    made = _made(make, RawPacket(index, rec_at, ts, linktype, data, orig, rec_at + 16))
+                    if made is not None:
+                        yield made
                 return
-            yield RawPacket(index, rec_at, ts, linktype, r.take(incl), orig, rec_at + 16)
+            made = _made(make, RawPacket(index, rec_at, ts, linktype, r.take(incl), orig, rec_at + 16))
+            if made is not None:
+                yield made
+
+
+def _made(make: RecordMaker[_T] | None, p: RawPacket) -> RawPacket | _T | None:
+    if make is None:
+        return p
+    return make(p.index, p.offset, p.timestamp, p.linktype, p.data, 0, len(p.data), p.data_offset)
 
 
 class _PcapNg:

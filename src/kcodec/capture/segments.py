@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import socket
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from kcodec.capture.events import CaptureIssue
-from kcodec.capture.packets import iter_packets
+from kcodec.capture.packets import iter_records
 
 __all__ = ["SEGMENT_SCHEMA", "Segment", "endpoint", "iter_segments", "segment_of"]
 
@@ -88,6 +88,8 @@ _DLT_NULL, _DLT_EN10MB, _DLT_LOOP, _DLT_SLL, _DLT_SLL2 = 0, 1, 108, 113, 276
 _DLT_RAW = (12, 14, 101, 228, 229)
 
 _endpoints: dict[tuple[bytes, int], str] = {}
+# (source address, source port, destination address, destination port) -> (key, src, dst)
+_names: dict[tuple[bytes, int, bytes, int], tuple[str, str, str]] = {}
 
 
 def endpoint(host: str, port: int) -> str:
@@ -183,12 +185,52 @@ def segment_of(
     nothing; an IP fragment is None too). ``data_offset``: where ``data`` starts in the file, if
     known (the segment's ``payload_offset`` is then set)."""
     try:
-        return _segment(linktype, data, timestamp, file, index, offset, data_offset, True)
+        return _segment(linktype, data, 0, len(data), timestamp, file, index, offset, data_offset, True)
     except _Fragment:
         return None
 
 
 def _segment(
+    linktype: int,
+    buf: bytes,
+    start: int,
+    stop: int,
+    ts: float,
+    file: str,
+    index: int,
+    offset: int,
+    data_offset: int,
+    keep_acks: bool,
+) -> Segment | None:
+    """The segment in the link-layer frame ``buf[start:stop]`` (raises ``_Fragment`` for a fragment)."""
+    if linktype == _DLT_EN10MB and stop - start >= _ETH_IPV4_TCP_SIZE:
+        etype, vihl, total, frag, proto, saddr, daddr, sport, dport, seq, ack, off, flags = (
+            _ETH_IPV4_TCP.unpack_from(buf, start)
+        )
+        if etype == _ETH_IPV4 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF and off >= 0x50:
+            n = stop - start
+            end = 14 + total if total >= 20 else n  # total 0: TSO-offloaded capture
+            if end > n:
+                end = n
+            at = 34 + (off >> 4) * 4
+            if end - 34 < 20:
+                return None
+            payload = buf[start + at : start + end] if at < end else b""
+            if not payload and not keep_acks and not flags & (TH_SYN | TH_FIN | TH_RST):
+                return None
+            names = _names.get((saddr, sport, daddr, dport))
+            if names is None:
+                names = _named(saddr, sport, daddr, dport)
+            return Segment(
+                names[0], names[1], names[2], seq, ack, flags, ts, payload, file, index, offset,
+                data_offset + at if data_offset >= 0 and payload else -1,
+            )
+    if start or stop != len(buf):
+        buf = buf[start:stop]
+    return _general_segment(linktype, buf, ts, file, index, offset, data_offset, keep_acks)
+
+
+def _general_segment(
     linktype: int,
     data: bytes,
     ts: float,
@@ -198,23 +240,6 @@ def _segment(
     data_offset: int,
     keep_acks: bool,
 ) -> Segment | None:
-    if linktype == _DLT_EN10MB and len(data) >= _ETH_IPV4_TCP_SIZE:
-        etype, vihl, total, frag, proto, saddr, daddr, sport, dport, seq, ack, off, flags = (
-            _ETH_IPV4_TCP.unpack_from(data, 0)
-        )
-        if etype == _ETH_IPV4 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF and off >= 0x50:
-            n = len(data)
-            end = 14 + total if total >= 20 else n  # total 0: TSO-offloaded capture
-            if end > n:
-                end = n
-            at = 34 + (off >> 4) * 4
-            if end - 34 < 20:
-                return None
-            payload = data[at:end] if at < end else b""
-            if not payload and not keep_acks and not flags & (TH_SYN | TH_FIN | TH_RST):
-                return None
-            return _made(saddr, daddr, sport, dport, seq, ack, flags, ts, payload, file, index, offset,
-                         data_offset + at if data_offset >= 0 and payload else -1)
     net = _network_layer(linktype, data)
     if net is None:
         return None
@@ -233,29 +258,20 @@ def _segment(
     if not payload and not keep_acks and not flags & (TH_SYN | TH_FIN | TH_RST):
         return None
     payload_offset = data_offset + at + hlen if data_offset >= 0 and payload else -1
-    return _made(
-        saddr, daddr, sport, dport, seq, ack, flags, ts, payload, file, index, offset, payload_offset
-    )
-
-
-def _made(
-    saddr: bytes,
-    daddr: bytes,
-    sport: int,
-    dport: int,
-    seq: int,
-    ack: int,
-    flags: int,
-    ts: float,
-    payload: bytes,
-    file: str,
-    index: int,
-    offset: int,
-    payload_offset: int,
-) -> Segment:
-    src, dst = _endpoint(saddr, sport), _endpoint(daddr, dport)
-    key = f"{src} {dst}" if src < dst else f"{dst} {src}"
+    key, src, dst = _named(saddr, sport, daddr, dport)
     return Segment(key, src, dst, seq, ack, flags, ts, payload, file, index, offset, payload_offset)
+
+
+def _named(saddr: bytes, sport: int, daddr: bytes, dport: int) -> tuple[str, str, str]:
+    """(key, src, dst) of a segment's addresses and ports (remembered: a capture has few 4-tuples)."""
+    names = _names.get((saddr, sport, daddr, dport))
+    if names is None:
+        src, dst = _endpoint(saddr, sport), _endpoint(daddr, dport)
+        key = f"{src} {dst}" if src < dst else f"{dst} {src}"
+        if len(_names) > 65536:
+            _names.clear()
+        names = _names[(saddr, sport, daddr, dport)] = (key, src, dst)
+    return names
 
 
 def iter_segments(
@@ -269,36 +285,67 @@ def iter_segments(
     """Every TCP segment of a capture (or of its byte range ``start``..``end``, see
     :func:`~kcodec.capture.packets.iter_packets`) and every problem with the file, in file order.
     ``keep_acks``: also yield segments without data or SYN/FIN/RST."""
-    fragments = 0
-    last_ts = 0.0
     if name is None:
         name = str(source) if isinstance(source, str | Path) else str(getattr(source, "name", "<stream>"))
-    for item in iter_packets(source, start=start, end=end, name=name):
-        if isinstance(item, CaptureIssue):
-            yield item
-            continue
-        last_ts = item.timestamp
-        try:
-            seg = _segment(
-                item.linktype,
-                item.data,
-                item.timestamp,
-                name,
-                item.index,
-                item.offset,
-                item.data_offset,
-                keep_acks,
-            )
-        except _Fragment:
-            fragments += 1
-            continue
-        if seg is not None:
-            yield seg
-    if fragments:
+    seen = _Seen()
+    yield from iter_records(source, _segment_maker(name, keep_acks, seen), start=start, end=end, name=name)
+    if seen.fragments:
         yield CaptureIssue(
-            last_ts,
+            seen.last_ts,
             "capture-file",
-            f"{fragments} IP fragments were not reassembled (their TCP data is not decoded)",
-            length=fragments,
+            f"{seen.fragments} IP fragments were not reassembled (their TCP data is not decoded)",
+            length=seen.fragments,
             file=name,
         )
+
+
+class _Seen:
+    __slots__ = ("fragments", "last_ts")
+
+    def __init__(self) -> None:
+        self.fragments = 0
+        self.last_ts = 0.0
+
+
+def _segment_maker(
+    file: str, keep_acks: bool, seen: _Seen
+) -> Callable[[int, int, float, int, bytes, int, int, int], Segment | None]:
+    """The record maker of :func:`iter_segments`: :func:`_segment` with the common Ethernet/IPv4/TCP
+    case inline (one call per packet), IP fragments counted in ``seen``."""
+    unpack_from, names_get, new = _ETH_IPV4_TCP.unpack_from, _names.get, Segment
+
+    def make(
+        index: int, offset: int, ts: float, linktype: int, buf: bytes, start: int, stop: int, data_offset: int
+    ) -> Segment | None:
+        seen.last_ts = ts
+        if linktype == _DLT_EN10MB and stop - start >= _ETH_IPV4_TCP_SIZE:
+            etype, vihl, total, frag, proto, saddr, daddr, sport, dport, seq, ack, off, flags = unpack_from(
+                buf, start
+            )
+            if etype == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF and off >= 0x50:
+                n = stop - start
+                end = 14 + total if total >= 20 else n  # total 0: TSO-offloaded capture
+                if end > n:
+                    end = n
+                at = 34 + (off >> 4) * 4
+                if end - 34 < 20:
+                    return None
+                if at < end:
+                    payload = buf[start + at : start + end]
+                    po = data_offset + at if data_offset >= 0 else -1
+                elif keep_acks or flags & 0x07:  # SYN, FIN, RST
+                    payload, po = b"", -1
+                else:
+                    return None
+                names = names_get((saddr, sport, daddr, dport))
+                if names is None:
+                    names = _named(saddr, sport, daddr, dport)
+                key, src, dst = names
+                return new(key, src, dst, seq, ack, flags, ts, payload, file, index, offset, po)
+        try:
+            return _segment(linktype, buf, start, stop, ts, file, index, offset, data_offset, keep_acks)
+        except _Fragment:
+            seen.fragments += 1
+            return None
+
+    return make
