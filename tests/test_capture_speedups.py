@@ -177,3 +177,79 @@ def test_iter_segments_is_packets_then_segments_on_built_and_damaged_files(
                 _fused(io.BytesIO(d), keep_acks)
             continue
         assert _fused(io.BytesIO(d), keep_acks) == expected
+
+
+# --- framing: gathering a frame that spans segments without cutting at every segment ------------------
+
+
+def _frames_stream(sizes: list[int], junk: bytes) -> bytes:
+    out = b""
+    for i, size in enumerate(sizes):
+        body = (bytes([0, 3, 0, 1]) + i.to_bytes(4, "big") + b"\xff\xff" + bytes(range(256)) * 8)[:size]
+        out += size.to_bytes(4, "big", signed=True) + body.ljust(size, b"\x07")
+    return out + junk
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.one_of(st.integers(0, 40), st.integers(10, 3000)), max_size=8),
+    st.binary(max_size=6),
+    st.lists(st.integers(1, 1500), min_size=1, max_size=30),
+    st.lists(st.tuples(st.integers(0, 30), st.integers(1, 50)), max_size=2),
+    st.sampled_from(["request", "response"]),
+    st.booleans(),
+)
+def test_framer_gathering_is_cutting_at_every_segment(
+    sizes: list[int],
+    junk: bytes,
+    cuts: list[int],
+    gaps: list[tuple[int, int]],
+    direction: str,
+    start_seen: bool,
+) -> None:
+    from kcodec.capture.framing import Framer, Pairing
+
+    class EveryTime(Framer):
+        """The framer without its gathering fast path: every segment goes through ``_cut``."""
+
+        __slots__ = ()
+
+        def _cut(self) -> None:
+            super()._cut()
+            self._want = 0
+
+    stream = _frames_stream(sizes, junk)
+    pieces: list[tuple[int, bytes]] = []
+    pos, k = 0, 0
+    while pos < len(stream):
+        n = cuts[k % len(cuts)]
+        pieces.append((pos, stream[pos : pos + n]))
+        pos, k = pos + n, k + 1
+    gap_at = {i: length for i, length in gaps}
+
+    def run(cls: type[Framer]) -> list[object]:
+        seen: list[object] = []
+        pairing = Pairing()
+        for corr in range(len(sizes)):
+            pairing.add(corr, 3, 1, 0.0)
+        framer = cls(
+            direction,  # type: ignore[arg-type]
+            seen.append,
+            lambda *a: seen.append(a),
+            pairing,
+            max_size=2000,
+            stream_start_seen=start_seen,
+        )
+        shift = 0
+        for i, (offset, piece) in enumerate(pieces):
+            if i in gap_at:
+                framer.gap(offset + shift, gap_at[i], float(i), False)
+                shift += gap_at[i]
+            framer.data(offset + shift, piece, float(i))
+        framer.finish()
+        return [
+            (x.offset, x.data, x.timestamp, x.size, str(x.error), x.framed) if hasattr(x, "framed") else x
+            for x in seen
+        ]
+
+    assert run(Framer) == run(EveryTime)

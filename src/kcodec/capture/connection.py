@@ -164,12 +164,13 @@ class ConnectionDecoder:
         if half is None:
             return  # a third party on the 4-tuple cannot happen; ignore
         other = self._halves.get(seg.dst)
+        payload, flags = seg.payload, seg.flags
         if other is not None:
-            if seg.payload:
+            if payload:
                 other.settle()  # the peer answered: what it was sent so far is all there is
-            if seg.flags & TH_ACK:
+            if flags & TH_ACK:
                 other.ack(seg.ack)
-        half.add(seg.seq, seg.payload, seg.timestamp, bool(seg.flags & TH_SYN))
+        half.add(seg.seq, payload, seg.timestamp, bool(flags & TH_SYN))
 
     # --- deciding which side is the client ------------------------------------------------------------
 

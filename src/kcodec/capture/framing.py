@@ -148,6 +148,7 @@ class Framer:
         "_skip",
         "_skipped",
         "_start",
+        "_want",
         "_why",
         "direction",
         "emit",
@@ -176,6 +177,9 @@ class Framer:
         self.max_size = max_size
         self._buf = bytearray()
         self._start = 0  # stream offset of _buf[0]
+        # when _buf holds the start of one frame and nothing else to do: the length _buf must reach to
+        # hold all of it (0: not known; _cut decides)
+        self._want = 0
         self._skip = 0  # bytes still to drop: the rest of a frame broken by a gap
         self._skipped = 0  # bytes dropped while looking for a frame boundary
         self._why = ""
@@ -212,6 +216,15 @@ class Framer:
     def data(self, offset: int, data: bytes, timestamp: float) -> None:
         if timestamp > self.latest:
             self.latest = timestamp
+        want = self._want
+        if want:  # the middle of a frame spanning segments: gather it (no skip, no search pending)
+            buf = self._buf
+            buf += data
+            if len(buf) < want:
+                return
+            self._want = 0
+            self._cut()
+            return
         if self._skip:
             n = min(self._skip, len(data))
             self._skip -= n
@@ -298,8 +311,10 @@ class Framer:
                 continue
             end = pos + 4 + size
             if end > n:
+                self._want = end - pos  # (the frame starts the buffer once the bytes before are gone)
                 break
-            emit(RawFrame(start + pos, bytes(buf[pos:end]), self.latest, size))
+            frame = bytes(buf) if pos == 0 and end == n else bytes(buf[pos:end])  # (one copy, not two)
+            emit(RawFrame(start + pos, frame, self.latest, size))
             pos = end
         if pos:
             del buf[:pos]
@@ -352,6 +367,7 @@ class Framer:
         else:
             self._skipped += len(buf)
         buf.clear()
+        self._want = 0
         self._start = resume
         self.tentative = False
 
@@ -407,4 +423,5 @@ class Framer:
                     size - (have - 4),
                 )
         buf.clear()
+        self._want = 0
         self._skipped = 0

@@ -134,9 +134,10 @@ class HalfStream:
             if not self._early:
                 return
             self.settle()
-        assert self.base is not None
+        base = self.base
+        assert base is not None
         nxt = self.next
-        off = nxt + _signed(((ack - self.base) & _M32) - (nxt & _M32))
+        off = nxt + ((((ack - base) & _M32) - (nxt & _M32) + _HALF) & _M32) - _HALF  # (_signed inline)
         if off <= self.acked:
             return
         self.acked = off
