@@ -154,3 +154,57 @@ def test_tagged_defaults_and_nulls() -> None:
     req = fetch(cluster_id=None, replica_state=fetch.ReplicaState(replica_id=5), topics=[])
     assert _same(kcodec.to_json(req, 15), reference(req, 15))
     assert "replicaState" in kcodec.to_json(req, 15) and "clusterId" not in kcodec.to_json(req, 15)
+
+
+def test_inline_struct_default_checks_compare_every_field() -> None:
+    """Tagged struct fields are compared with their default inline (``type(x) is not S or x.a != D.a
+    or ... or x._unknown_tagged_fields``): every such check names exactly the class's fields, and
+    behaves as ``x != S()`` on the default, each field changed, unknown tags and a subclass."""
+    import importlib
+    import re
+
+    from kcodec.model import Struct
+
+    root = Path(kcodec.__file__).parent / "_generated" / "json_"
+    pattern = re.compile(r"if type\((\w+)\) is not (\w+) or (.*?) or \1\._unknown_tagged_fields:")
+    checked = 0
+    for path in sorted(root.glob("*.py")):
+        text = path.read_text()
+        found = pattern.findall(text)
+        if not found:
+            continue
+        mod = importlib.import_module(f"kcodec._generated.json_.{path.stem}")
+        for local, cls_name, middle in found:
+            cls = getattr(mod, cls_name)
+            attrs = re.findall(rf"{local}\.(\w+) != _DEFAULT_{cls_name}\.(\w+)", middle)
+            assert all(a == b for a, b in attrs)
+            assert sorted(a for a, _ in attrs) == sorted(cls._fields_), (path.name, cls_name)
+            assert issubclass(cls, Struct)
+            checked += 1
+    assert checked > 0
+
+
+def test_inline_struct_default_check_behaves_as_equality() -> None:
+    from kcodec._generated.fetch_response import (
+        EpochEndOffset,
+        FetchableTopicResponse,
+        FetchResponse,
+        PartitionData,
+    )
+
+    class Sub(EpochEndOffset):
+        __slots__ = ()
+
+    variants: list[Any] = [EpochEndOffset(), EpochEndOffset(epoch=3), EpochEndOffset(end_offset=0)]
+    variants += [Sub(), None]
+    unknown = EpochEndOffset()
+    unknown.unknown_tagged_fields.append((9, b"x"))
+    variants.append(unknown)
+    empty_unknown = EpochEndOffset()
+    empty_unknown.unknown_tagged_fields  # noqa: B018 (an empty list: still at the default)
+    variants.append(empty_unknown)
+    for value in variants:
+        p = PartitionData(records=b"", diverging_epoch=value)
+        msg = FetchResponse(responses=[FetchableTopicResponse(topic="t", partitions=[p])])
+        for version in (12, 13, 16):
+            assert kcodec.to_json(msg, version) == reference(msg, version), (value, version)

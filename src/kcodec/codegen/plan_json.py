@@ -123,6 +123,10 @@ def _value(f: FieldSpec, source: str, child: str | None, out: _Module, *, bind: 
     return f"None if {value} is None else {convert.format(name)}"
 
 
+#: struct-valued tagged fields of at most this many fields are compared with their default inline
+_INLINE_FIELDS = 8
+
+
 def _not_default(f: FieldSpec, local: str, struct: MergedStruct | None, out: _Module) -> str:
     """When a tagged field is written: its value differs from the owning spec set's default."""
     default = f.default_value()
@@ -135,7 +139,14 @@ def _not_default(f: FieldSpec, local: str, struct: MergedStruct | None, out: _Mo
         name = f"_DEFAULT_{struct.name}"
         out.defaults[name] = f"{struct.name}()"
         out.classes[struct.name] = None
-        return f"{local} != {name}"
+        if len(struct.fields) > _INLINE_FIELDS:
+            return f"{local} != {name}"
+        # ``!=`` spelt out (Struct.__eq__ without its call and loop): another type, a field off its
+        # default, or tagged fields kcodec does not know
+        differs = [f"type({local}) is not {struct.name}"]
+        differs += [f"{local}.{mf.attr} != {name}.{mf.attr}" for mf in struct.fields]
+        differs.append(f"{local}._unknown_tagged_fields")
+        return " or ".join(differs)
     if f.type.primitive == "uuid":
         assert isinstance(default, bytes)
         out.uses.add("Uuid")
