@@ -109,9 +109,18 @@ def test_the_json_plan_orders_members_as_the_spec_and_writes_tagged_ones_when_no
     ]
     # the tagged members keep their place in the spec's order; the members after them are statements
     assert [(m.key, m.condition) for m in partition.members] == [
-        ("divergingEpoch", "diverging_epoch != _DEFAULT_EpochEndOffset"),
-        ("currentLeader", "current_leader != _DEFAULT_LeaderIdAndEpoch"),
-        ("snapshotId", "snapshot_id != _DEFAULT_SnapshotId"),
+        ("divergingEpoch", "type(diverging_epoch) is not EpochEndOffset"
+         " or diverging_epoch.epoch != _DEFAULT_EpochEndOffset.epoch"
+         " or diverging_epoch.end_offset != _DEFAULT_EpochEndOffset.end_offset"
+         " or diverging_epoch._unknown_tagged_fields"),
+        ("currentLeader", "type(current_leader) is not LeaderIdAndEpoch"
+         " or current_leader.leader_id != _DEFAULT_LeaderIdAndEpoch.leader_id"
+         " or current_leader.leader_epoch != _DEFAULT_LeaderIdAndEpoch.leader_epoch"
+         " or current_leader._unknown_tagged_fields"),
+        ("snapshotId", "type(snapshot_id) is not SnapshotId"
+         " or snapshot_id.end_offset != _DEFAULT_SnapshotId.end_offset"
+         " or snapshot_id.epoch != _DEFAULT_SnapshotId.epoch"
+         " or snapshot_id._unknown_tagged_fields"),
         ("abortedTransactions", ""), ("preferredReadReplica", ""), ("records", ""),
     ]
     assert partition.members[-1].expr == "None if (records := o.records) is None else rec(records)"
