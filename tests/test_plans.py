@@ -142,7 +142,12 @@ def test_json_plan_defaults_follow_the_spec_set_owning_the_version() -> None:
     assert cluster_id.condition == "cluster_id is not None"  # tagged, default null
     replica_state = next(m for m in {f.id: f for f in request.functions}[dict(request.roots)[15]].members
                          if m.key == "replicaState")
-    assert replica_state.condition == "replica_state != _DEFAULT_ReplicaState"
+    assert replica_state.condition == (
+        "type(replica_state) is not ReplicaState"
+        " or replica_state.replica_id != _DEFAULT_ReplicaState.replica_id"
+        " or replica_state.replica_epoch != _DEFAULT_ReplicaState.replica_epoch"
+        " or replica_state._unknown_tagged_fields"
+    )
 
 
 def test_function_ids_are_stable_and_cover_every_version() -> None:
