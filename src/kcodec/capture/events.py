@@ -64,6 +64,17 @@ def _api_name(key: int) -> str | None:
     return name
 
 
+_to_json: Any = None  # kcodec.jsonconv.to_json, imported on the first to_dict
+
+
+def _load_to_json() -> Any:
+    global _to_json
+    from kcodec.jsonconv import to_json
+
+    _to_json = to_json
+    return to_json
+
+
 @dataclass(slots=True)
 class CapturedFrame:
     """One Kafka frame seen on a connection, decoded or not.
@@ -129,8 +140,7 @@ class CapturedFrame:
         ``"text"`` expand them into batches and records (``kcodec.to_json(..., records=...)``).
         ``diagnostics`` is always there (``[]`` for a conformant frame).
         """
-        from kcodec.jsonconv import to_json
-
+        to_json = _to_json or _load_to_json()
         out: dict[str, Any] = {
             "type": "frame",
             "time": self.timestamp,

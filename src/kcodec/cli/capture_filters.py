@@ -97,6 +97,14 @@ class EventFilter:
     def needs_facts(self) -> bool:
         return self.topics is not None or self.errors_only
 
+    @property
+    def keeps_all(self) -> bool:
+        """No filter is set: every event is kept."""
+        return (
+            self.apis is None and not self.clients and not self.servers and self.topics is None
+            and not self.errors_only
+        )
+
     def connection_ok(self, client: str | None, server: str | None) -> bool:
         if self.clients and not any(a.matches(client) for a in self.clients):
             return False

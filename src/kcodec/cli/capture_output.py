@@ -83,6 +83,7 @@ class CaptureOutput:
         records: RecordsMode = "raw",
     ) -> None:
         self.flt = flt
+        self._keep_all = flt.keeps_all
         self.table = table
         self.jsonout = jsonout
         self.summary = summary
@@ -103,11 +104,11 @@ class CaptureOutput:
 
     def add(self, ev: CaptureEvent) -> None:
         """One event: facts, filters, ``--fail-on`` flags, then shown (or counted for the summary)."""
-        if self.done:
+        if self.count is not None and self.shown >= self.count:
             return
         facts = self._facts(ev)
         self.totals.add(ev)
-        if not self.flt.keep(ev, facts):
+        if not self._keep_all and not self.flt.keep(ev, facts):
             return
         self._flag(ev, facts)
         if self.summary:
