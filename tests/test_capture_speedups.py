@@ -253,3 +253,52 @@ def test_framer_gathering_is_cutting_at_every_segment(
         ]
 
     assert run(Framer) == run(EveryTime)
+
+
+# --- the table: a frame's row with the API column remembered per API and version ----------------------
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.integers(-1, 80)),
+            st.one_of(st.none(), st.integers(-1, 20)),
+            st.sampled_from(["request", "response"]),
+            st.one_of(st.none(), st.floats(0, 5, allow_nan=False)),
+            st.one_of(st.none(), st.integers(-(2**31), 2**31 - 1)),
+            st.one_of(st.none(), st.integers(0, 10**9)),
+            st.integers(1, 100000),
+            st.floats(0, 2e9, allow_nan=False),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_table_frame_row_is_the_head_and_parts(
+    frames: list[tuple[int | None, int | None, str, float | None, int | None, int | None, int, float]],
+) -> None:
+    import io
+
+    from kcodec.capture import CapturedFrame
+    from kcodec.cli.capture_table import TableWriter
+
+    out = io.StringIO()
+    writer = TableWriter(out=out)
+    expected: list[str] = []
+    for key, version, direction, latency, corr, size, conn, ts in frames:
+        f = CapturedFrame(ts, conn, "c:1", "s:2", direction, 0, size, b"", key, version, corr)  # type: ignore[arg-type]
+        f.latency = latency
+        parts = [("", "topic[0 @5]"), ("dim", "x 1")]
+        writer.frame(f, parts, [])
+        # the row as TableWriter wrote it before the API column was remembered
+        name = f.api_name or (f"key {f.api_key}" if f.api_key is not None else "?")
+        api = f"{name} v{f.api_version}" if f.api_version is not None else name
+        if direction == "response" and latency is not None:
+            parts = [*parts, ("dim", f"({latency * 1000:.1f} ms)")]
+        head = writer._head(
+            clock(ts), f"#{conn}", "->" if direction == "request" else "<-", api,
+            "" if corr is None else str(corr), "?" if size is None else str(size),
+        )
+        expected.append((head + "  ".join([t for _, t in parts])).rstrip() + "\n")
+    assert out.getvalue() == "".join(expected)

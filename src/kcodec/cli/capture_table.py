@@ -61,6 +61,14 @@ class TableWriter:
         self.api_width = 26
         self.left = 12 + 1 + 5 + 1 + 2 + 1 + self.api_width + 1 + 6 + 1 + 7 + 2
         self._header_done = False
+        self._api_cells: dict[tuple[int | None, int | None], str] = {}
+
+    def _api_cell(self, f: CapturedFrame) -> str:
+        """The API column of a frame, padded (remembered per API key and version)."""
+        name = f.api_name or (f"key {f.api_key}" if f.api_key is not None else "?")
+        api = f"{name} v{f.api_version}" if f.api_version is not None else name
+        cell = self._api_cells[(f.api_key, f.api_version)] = f"{api:<{self.api_width}}"
+        return cell
 
     def _head(self, ts: str, conn: str, arrow: str, api: str, corr: str, size: str) -> str:
         return f"{ts:<12} {conn:>5} {arrow:<2} {api:<{self.api_width}} {corr:>6} {size:>7}  "
@@ -84,18 +92,19 @@ class TableWriter:
         self._write_plain(f"connection #{number}: {client} -> {server}", "cyan")
 
     def frame(self, f: CapturedFrame, parts: list[tuple[str, str]], extra: list[str]) -> None:
-        name = f.api_name or (f"key {f.api_key}" if f.api_key is not None else "?")
-        api = f"{name} v{f.api_version}" if f.api_version is not None else name
-        if f.direction == "response" and f.latency is not None:
-            parts = [*parts, ("dim", f"({f.latency * 1000:.1f} ms)")]
-        head = self._head(
-            clock(f.timestamp),
-            f"#{f.connection}",
-            "->" if f.direction == "request" else "<-",
-            api,
-            "" if f.correlation_id is None else str(f.correlation_id),
-            "?" if f.size is None else str(f.size),
-        )
+        cell = self._api_cells.get((f.api_key, f.api_version))
+        if cell is None:
+            cell = self._api_cell(f)
+        if f.direction == "response":
+            arrow = "<- "
+            if f.latency is not None:
+                parts = [*parts, ("dim", f"({f.latency * 1000:.1f} ms)")]
+        else:
+            arrow = "-> "
+        corr = "" if f.correlation_id is None else str(f.correlation_id)
+        size = "?" if f.size is None else str(f.size)
+        # (what _head gives, with the API column's text padded once per API and version)
+        head = f"{clock(f.timestamp):<12} {'#' + str(f.connection):>5} {arrow}{cell} {corr:>6} {size:>7}  "
         self._row(head, parts, "red" if f.error is not None else "")
         for line in extra:
             self._continuation(line)
