@@ -302,3 +302,63 @@ def test_table_frame_row_is_the_head_and_parts(
         )
         expected.append((head + "  ".join([t for _, t in parts])).rstrip() + "\n")
     assert out.getvalue() == "".join(expected)
+
+
+# --- frames: decoders resolved once per route against decode_at --------------------------------------
+
+
+def _reference_frame(data: bytes, request: bool, key: int, version: int) -> object:
+    """What decode_request / decode_response gave when they ran decode_at for header and body."""
+    from kcodec.codec import decode_at
+    from kcodec.errors import DecodeError, KcodecError, TrailingBytesError
+    from kcodec.registry import api
+
+    try:
+        size = int.from_bytes(data[:4], "big", signed=True)
+        if len(data) < 4 or size < 0 or 4 + size != len(data):
+            return "framing"
+        body = memoryview(data)[4:]
+        if request:
+            key = int.from_bytes(body[0:2], "big", signed=True)
+            version = int.from_bytes(body[2:4], "big", signed=True)
+        info = api(key)
+        name = info.request if request else info.response
+        hv = info.request_header_version(version) if request else info.response_header_version(version)
+        header, pos = decode_at("RequestHeader" if request else "ResponseHeader", hv, body)
+        obj, end = decode_at(name, version, body, pos)
+        return (header, obj, end == len(body))
+    except TrailingBytesError:
+        return "trailing"
+    except DecodeError as e:
+        return (type(e).__name__, e.offset + 4, e.path)
+    except KcodecError as e:
+        return type(e).__name__
+
+
+def _frame_outcome(data: bytes, request: bool, key: int, version: int) -> object:
+    from kcodec.errors import DecodeError, KcodecError, TrailingBytesError
+    from kcodec.frames import decode_request, decode_response
+
+    size = int.from_bytes(data[:4], "big", signed=True)
+    if len(data) < 4 or size < 0 or 4 + size != len(data):
+        return "framing"
+    try:
+        f = decode_request(data, strict=False) if request else decode_response(data, key, version, strict=False)
+        return (f.header, f.body, not f.diagnostics)
+    except TrailingBytesError:
+        return "trailing"
+    except DecodeError as e:
+        return (type(e).__name__, e.offset, e.path)
+    except KcodecError as e:
+        return type(e).__name__
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from([(0, 9), (1, 13), (1, 4), (3, 12), (8, 2), (12, 4), (18, 3)]), st.booleans(),
+       st.binary(max_size=120), st.integers(0, 2**31 - 1))
+def test_frames_decode_as_decode_at_does(route: tuple[int, int], request: bool, rest: bytes, corr: int) -> None:
+    key, version = route
+    head = key.to_bytes(2, "big") + version.to_bytes(2, "big") if request else b""
+    payload = head + corr.to_bytes(4, "big") + rest
+    data = len(payload).to_bytes(4, "big") + payload
+    assert _frame_outcome(data, request, key, version) == _reference_frame(data, request, key, version)

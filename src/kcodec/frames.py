@@ -10,7 +10,15 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcodec.codec import Diagnostic, as_buffer, decode_at, encode_into, message_class
+from kcodec.codec import (
+    Diagnostic,
+    _decoder_fn,
+    _run_decoder,
+    as_buffer,
+    bytes_input,
+    encode_into,
+    message_class,
+)
 from kcodec.errors import DecodeError, TrailingBytesError, UnsupportedVersionError, WrongTypeError
 from kcodec.model import Message
 from kcodec.registry import ApiInfo, api
@@ -113,7 +121,7 @@ def encode_response(
     return _framed(out)
 
 
-def _frame_body(data: Any) -> tuple[bytes | bytearray | memoryview, int]:
+def _frame_body(data: Any) -> tuple[memoryview, int]:
     buf = as_buffer(data)
     if len(buf) < 4:
         raise DecodeError(f"a frame needs a 4-byte size prefix, got {len(buf)} bytes", 0, "frame")
@@ -127,8 +135,34 @@ def _frame_body(data: Any) -> tuple[bytes | bytearray | memoryview, int]:
     return memoryview(buf)[4 : 4 + size], size
 
 
-def _finish(name: str, version: int, body: Any, pos: int, strict: bool, diags: list[Diagnostic]) -> Message:
-    obj, end = decode_at(name, version, body, pos)
+# A message's decoder as frames run it: (decoding function, reads bytes only), as ``decode_at``
+# resolves them, looked up once per (message, version)
+_Reader = tuple[Any, bool]
+_readers: dict[tuple[str, int], _Reader] = {}
+
+
+def _reader(name: str, version: int) -> _Reader:
+    exact = type(version) is int  # (as _decoder_fn: True == 1 must not share version 1's entry)
+    found = _readers.get((name, version)) if exact else None
+    if found is None:
+        found = (_decoder_fn(name, version), bytes_input(name))
+        if exact:
+            _readers[(name, version)] = found
+    return found
+
+
+def _read(reader: _Reader, name: str, body: memoryview, pos: int) -> tuple[Message, int]:
+    """``decode_at(name, version, body, pos)`` with the decoder already resolved (``body``: a frame's
+    memoryview, which ``as_buffer`` passes through; a bytes-only decoder reads a copy)."""
+    fn, bytes_only = reader
+    return _run_decoder(fn, name, bytes(body) if bytes_only else body, pos)
+
+
+def _finish(
+    name: str, version: int, reader: _Reader, body: memoryview, pos: int, strict: bool,
+    diags: list[Diagnostic],
+) -> Message:
+    obj, end = _read(reader, name, body, pos)
     if end != len(body):
         reason = f"{len(body) - end} trailing bytes after {name} v{version}"
         if strict:
@@ -137,10 +171,11 @@ def _finish(name: str, version: int, body: Any, pos: int, strict: bool, diags: l
     return obj
 
 
-# (api key, version) -> (body message name, header version) of the pairs decoded so far: the registry
-# is looked up once per pair (it is fixed), not per frame
-_request_routes: dict[tuple[int, int], tuple[str, int]] = {}
-_response_routes: dict[tuple[int, int], tuple[str, int]] = {}
+# (api key, version) -> (body message name, header version, header reader, body reader) of the pairs
+# decoded so far: the registry is looked up once per pair (it is fixed), not per frame
+_Route = tuple[str, int, _Reader, _Reader]
+_request_routes: dict[tuple[int, int], _Route] = {}
+_response_routes: dict[tuple[int, int], _Route] = {}
 
 
 def decode_request(data: Any, *, strict: bool = True) -> RequestFrame:
@@ -153,21 +188,22 @@ def decode_request(data: Any, *, strict: bool = True) -> RequestFrame:
     if route is None:
         try:
             info = api(key)
-            route = (info.request, info.request_header_version(version))
+            name, hv = info.request, info.request_header_version(version)
         except (KeyError, UnsupportedVersionError) as e:
             raise UnsupportedVersionError(
                 f"cannot decode request with api key {key} version {version}: {e}"
             ) from None
+        route = (name, hv, _reader("RequestHeader", hv), _reader(name, version))
         _request_routes[(key, version)] = route
-    name, hv = route
+    name, hv, header_reader, body_reader = route
     try:
-        header, pos = decode_at("RequestHeader", hv, body)
+        header, pos = _read(header_reader, "RequestHeader", body, 0)
     except DecodeError as e:
         e.offset += 4
         raise
     diags: list[Diagnostic] = []
     try:
-        obj = _finish(name, version, body, pos, strict, diags)
+        obj = _finish(name, version, body_reader, body, pos, strict, diags)
     except TrailingBytesError:
         raise
     except DecodeError as e:  # offsets relative to the whole frame (size prefix included)
@@ -183,14 +219,15 @@ def decode_response(data: Any, api_key: int, api_version: int, *, strict: bool =
     route = _response_routes.get((api_key, api_version)) if exact else None
     if route is None:
         info = api(api_key)
-        route = (info.response, info.response_header_version(api_version))
+        name, hv = info.response, info.response_header_version(api_version)
+        route = (name, hv, _reader("ResponseHeader", hv), _reader(name, api_version))
         if exact:
             _response_routes[(api_key, api_version)] = route
-    name, hv = route
+    name, hv, header_reader, body_reader = route
     try:
-        header, pos = decode_at("ResponseHeader", hv, body)
+        header, pos = _read(header_reader, "ResponseHeader", body, 0)
         diags: list[Diagnostic] = []
-        obj = _finish(name, api_version, body, pos, strict, diags)
+        obj = _finish(name, api_version, body_reader, body, pos, strict, diags)
     except TrailingBytesError:
         raise
     except DecodeError as e:  # offsets relative to the whole frame (size prefix included)
