@@ -150,23 +150,31 @@ class _Conn:
         self.software: tuple[str | None, str | None] = (None, None)
 
 
+_COLUMN_INDEX = {name: i for i, (name, _) in enumerate(EVENT_COLUMNS)}
+
+
 class _Rows:
-    """The rows of the batch being built, as column lists."""
+    """The rows of the batch being built, as tuples in :data:`EVENT_COLUMNS` order."""
+
+    __slots__ = ("bytes", "rows")
 
     def __init__(self) -> None:
-        self.cols: list[list[Any]] = [[] for _ in EVENT_COLUMNS]
-        self._appends = [(col.append, name) for col, (name, _) in zip(self.cols, EVENT_COLUMNS, strict=True)]
-        self.rows = 0
+        self.rows: list[tuple[Any, ...]] = []
         self.bytes = 0
 
     def add(self, values: dict[str, Any]) -> None:
-        get = values.get
-        for append, name in self._appends:
-            append(get(name))
-        self.rows += 1
+        """A row given by column name (the columns not named are null)."""
+        row: list[Any] = [None] * len(EVENT_COLUMNS)
+        for name, value in values.items():
+            row[_COLUMN_INDEX[name]] = value
+        self.rows.append(tuple(row))
+
+    def columns(self) -> list[Any]:
+        """The rows as one sequence of values per column."""
+        return list(zip(*self.rows, strict=True)) if self.rows else [() for _ in EVENT_COLUMNS]
 
     def full(self) -> bool:
-        return self.rows >= _BATCH_ROWS or self.bytes >= _BATCH_BYTES
+        return len(self.rows) >= _BATCH_ROWS or self.bytes >= _BATCH_BYTES
 
 
 class _Decoder:
@@ -244,38 +252,50 @@ class _Decoder:
             if have is None or t < have[0]:
                 found.names[pair["id"]] = (t, pair["name"])
         header_text, body_text = _json(header), _json(body)
-        self.rows.add(
-            {
-                "kind": "frame",
-                **self._where(ev.connection),
-                "time": d["time"],
-                "client": d["client"],
-                "server": d["server"],
-                "direction": d["direction"],
-                "stream_offset": d["stream_offset"],
-                "size": d["size"],
-                "api_key": d["api_key"],
-                "api_name": d["api_name"],
-                "api_version": d["api_version"],
-                "correlation_id": d["correlation_id"],
-                "latency": d.get("latency"),
-                "header": header_text,
-                "body": body_text,
-                "partial": d["partial"],
-                "error": _dumps(d["error"]),
-                "diagnostics": d["diagnostics"],
-                "client_id": client_id,
-                "client_software_name": software[0],
-                "client_software_version": software[1],
-                "topics": flat.topics,
-                "error_code": flat.error_code,
-                "error_name": flat.error_name,
-                "partitions": flat.partitions,
-                "errors": flat.errors,
-                "error_codes": flat.error_codes,
-                "topic_pairs": flat.topic_pairs,
-                "topic_ids": flat.topic_ids,
-            }
+        if conn is not None:
+            local, first_order, first_offset = ev.connection, conn.first[0], conn.first[1]
+        else:
+            local = first_order = first_offset = None
+        self.rows.rows.append(  # in EVENT_COLUMNS order (the issue columns at the end are null)
+            (
+                "frame",
+                self.key,
+                local,
+                first_order,
+                first_offset,
+                d["time"],
+                d["client"],
+                d["server"],
+                d["direction"],
+                d["stream_offset"],
+                d["size"],
+                d["api_key"],
+                d["api_name"],
+                d["api_version"],
+                d["correlation_id"],
+                d.get("latency"),
+                header_text,
+                body_text,
+                d["partial"],
+                _dumps(d["error"]),
+                d["diagnostics"],
+                client_id,
+                software[0],
+                software[1],
+                flat.topics,
+                flat.error_code,
+                flat.error_name,
+                flat.partitions,
+                flat.errors,
+                flat.error_codes,
+                flat.topic_pairs,
+                flat.topic_ids,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
         )
         self.rows.bytes += len(body_text or b"") + len(header_text or b"") + 256
 
@@ -356,7 +376,7 @@ def decode_records(
             pa.array(col, type=pa.binary()).view(f.type)
             if f.name in _BYTES_COLUMNS
             else pa.array(col, type=f.type)
-            for col, f in zip(rows.cols, schema, strict=True)
+            for col, f in zip(rows.columns(), schema, strict=True)
         ]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
