@@ -252,10 +252,11 @@ class _Decoder:
             if have is None or t < have[0]:
                 found.names[pair["id"]] = (t, pair["name"])
         header_text, body_text = _json(header), _json(body)
+        local: int | None = None
+        first_order: int | None = None
+        first_offset: int | None = None
         if conn is not None:
-            local, first_order, first_offset = ev.connection, conn.first[0], conn.first[1]
-        else:
-            local = first_order = first_offset = None
+            local, (first_order, first_offset) = ev.connection, conn.first
         self.rows.rows.append(  # in EVENT_COLUMNS order (the issue columns at the end are null)
             (
                 "frame",
