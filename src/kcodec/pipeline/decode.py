@@ -87,6 +87,10 @@ EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("file_offset", "long"),
 )
 _BATCH_ROWS = 2048
+_DAY = 86400.0
+#: The batch group of issue rows (frames are batched by API and UTC day, so that a batch goes to one
+#: folder of the partitioned ``frames`` table whole: no per-folder copies of its rows in stage 3).
+_ISSUES: tuple[Any, ...] = ("", -1.0)
 _BATCH_BYTES = 32 << 20
 
 
@@ -153,6 +157,14 @@ class _Conn:
 _COLUMN_INDEX = {name: i for i, (name, _) in enumerate(EVENT_COLUMNS)}
 
 
+def _row(values: dict[str, Any]) -> tuple[Any, ...]:
+    """A row given by column name (the columns not named are null)."""
+    row: list[Any] = [None] * len(EVENT_COLUMNS)
+    for name, value in values.items():
+        row[_COLUMN_INDEX[name]] = value
+    return tuple(row)
+
+
 class _Rows:
     """The rows of the batch being built, as tuples in :data:`EVENT_COLUMNS` order."""
 
@@ -161,13 +173,6 @@ class _Rows:
     def __init__(self) -> None:
         self.rows: list[tuple[Any, ...]] = []
         self.bytes = 0
-
-    def add(self, values: dict[str, Any]) -> None:
-        """A row given by column name (the columns not named are null)."""
-        row: list[Any] = [None] * len(EVENT_COLUMNS)
-        for name, value in values.items():
-            row[_COLUMN_INDEX[name]] = value
-        self.rows.append(tuple(row))
 
     def columns(self) -> list[Any]:
         """The rows as one sequence of values per column."""
@@ -184,11 +189,25 @@ class _Decoder:
         self.ports = ports
         self.autodetect = autodetect
         self.strict = strict
-        self.rows = _Rows()
+        self.groups: dict[tuple[Any, ...], _Rows] = {}  # the batches being built, by group
+        self.ready: list[tuple[Any, ...]] = []  # groups whose batch is full
         self.key: str | None = None
         self.decoder: CaptureDecoder | None = None
         self.conns: dict[int, _Conn] = {}
         self.found = Found()
+
+    def append(self, group: tuple[Any, ...], row: tuple[Any, ...], size: int) -> None:
+        """Add a row to the batch of its group (:data:`_ISSUES`, or a frame's API and UTC day)."""
+        rows = self.groups.get(group)
+        if rows is None:
+            rows = self.groups[group] = _Rows()
+        rows.rows.append(row)
+        rows.bytes += size
+        if rows.full() and group not in self.ready:
+            self.ready.append(group)
+
+    def take(self, group: tuple[Any, ...]) -> _Rows:
+        return self.groups.pop(group)
 
     def start(self, key: str) -> None:
         self.key = key
@@ -257,8 +276,10 @@ class _Decoder:
         first_offset: int | None = None
         if conn is not None:
             local, (first_order, first_offset) = ev.connection, conn.first
-        self.rows.rows.append(  # in EVENT_COLUMNS order (the issue columns at the end are null)
-            (
+        t = d["time"]
+        self.append(
+            (d["api_name"], t // _DAY),
+            (  # in EVENT_COLUMNS order (the issue columns at the end are null)
                 "frame",
                 self.key,
                 local,
@@ -296,13 +317,13 @@ class _Decoder:
                 None,
                 None,
                 None,
-            )
+            ),
+            len(body_text or b"") + len(header_text or b"") + 256,
         )
-        self.rows.bytes += len(body_text or b"") + len(header_text or b"") + 256
 
     def issue(self, ev: CaptureIssue) -> None:
         d = ev.to_dict()
-        self.rows.add(
+        self._issue_row(
             {
                 "kind": "issue",
                 **self._where(ev.connection),
@@ -319,9 +340,12 @@ class _Decoder:
             }
         )
 
+    def _issue_row(self, values: dict[str, Any]) -> None:
+        self.append(_ISSUES, _row(values), 256)
+
     def file_issue(self, text: str) -> None:
         d = json.loads(text)
-        self.rows.add(
+        self._issue_row(
             {
                 "kind": "issue",
                 "time": d.get("time"),
@@ -370,9 +394,8 @@ def decode_records(
     state = _Decoder(ports, autodetect, strict)
     reader = PayloadReader(paths)
 
-    def flush() -> Any:
-        rows = state.rows
-        state.rows = _Rows()
+    def flush(group: tuple[Any, ...]) -> Any:
+        rows = state.take(group)
         arrays = [
             pa.array(col, type=pa.binary()).view(f.type)
             if f.name in _BYTES_COLUMNS
@@ -397,11 +420,13 @@ def decode_records(
             ):
                 src, dst = (a, b) if fw else (b, a)
                 state.segment(Segment(key, src, dst, seq, ack, fl, ts, payload, "", 0, offset), order)
-                if state.rows.full():
-                    yield flush()
+                if state.ready:
+                    for group in state.ready:
+                        yield flush(group)
+                    state.ready.clear()
         state.finish_key()
-        if state.rows.rows:
-            yield flush()
+        for group in list(state.groups):
+            yield flush(group)
     finally:
         reader.close()
         if found is not None:
