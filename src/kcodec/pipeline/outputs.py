@@ -84,15 +84,22 @@ class Output:
         pq.write_table(table, path, filesystem=filesystem)
 
     def write_partitioned(
-        self, batches: Any, schema: Any, name: str, columns: list[str], basename: str
+        self,
+        batches: Any,
+        schema: Any,
+        name: str,
+        columns: list[str],
+        basename: str,
+        options: dict[str, Any] | None = None,
     ) -> None:
         """Write record ``batches`` (an iterable, streamed) under table ``name`` in hive-style folders of
         ``columns`` (``date=.../api=...``, as Spark lays out a partitioned table), one file per folder
-        named ``basename`` + ``-0.parquet`` (:class:`~kcodec.pipeline.partitioned.PartitionedWriter`)."""
+        named ``basename`` + ``-0.parquet`` (:class:`~kcodec.pipeline.partitioned.PartitionedWriter`;
+        ``options``: ``ParquetWriter`` keyword arguments)."""
         from kcodec.pipeline.partitioned import PartitionedWriter
 
         filesystem, base = self.filesystem()
-        with PartitionedWriter(filesystem, f"{base}/{name}", schema, columns, basename) as writer:
+        with PartitionedWriter(filesystem, f"{base}/{name}", schema, columns, basename, options) as writer:
             for batch in batches:
                 writer.write(batch)
 

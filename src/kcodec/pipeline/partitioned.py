@@ -55,14 +55,24 @@ class _Folder:
 
 class PartitionedWriter:
     """Writes batches of ``schema`` under ``base`` (a folder in ``filesystem``) in folders of the
-    values of ``columns``; each folder gets one file, ``basename + "-0.parquet"``. Use as a context
-    manager (the files are complete when it exits)."""
+    values of ``columns``; each folder gets one file, ``basename + "-0.parquet"``, written with the
+    ``pyarrow.parquet.ParquetWriter`` keyword arguments ``options``. Use as a context manager (the
+    files are complete when it exits)."""
 
-    def __init__(self, filesystem: Any, base: str, schema: Any, columns: list[str], basename: str) -> None:
+    def __init__(
+        self,
+        filesystem: Any,
+        base: str,
+        schema: Any,
+        columns: list[str],
+        basename: str,
+        options: dict[str, Any] | None = None,
+    ) -> None:
         self.filesystem = filesystem
         self.base = base
         self.columns = columns
         self.basename = basename
+        self.options = options or {}
         self.file_schema = schema
         for name in columns:
             self.file_schema = self.file_schema.remove(self.file_schema.get_field_index(name))
@@ -116,7 +126,7 @@ class PartitionedWriter:
             directory = "/".join((self.base, *parts))
             self.filesystem.create_dir(directory, recursive=True)
             path = f"{directory}/{self.basename}-0.parquet"
-            writer = pq.ParquetWriter(path, self.file_schema, filesystem=self.filesystem)
+            writer = pq.ParquetWriter(path, self.file_schema, filesystem=self.filesystem, **self.options)
             folder = self.folders[value] = _Folder(writer)
         return folder
 

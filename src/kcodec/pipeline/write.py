@@ -295,6 +295,17 @@ class _Task:
             yield from table.to_batches()
 
 
+#: Columns of ``frames`` written without a dictionary or min/max statistics: JSON text that seldom
+#: repeats and is never filtered by range (both cost a pass over every byte of it).
+_PLAIN_COLUMNS = frozenset({"header", "body"})
+
+
+def _frames_options() -> dict[str, Any]:
+    """``ParquetWriter`` options of the ``frames`` files."""
+    others = [f.name for f in frame_schema() if f.name not in _PLAIN_COLUMNS]
+    return {"use_dictionary": others, "write_statistics": others}
+
+
 def write_task(
     spills: Iterable[tuple[int, str]],
     output: Output,
@@ -308,7 +319,9 @@ def write_task(
     for part, spill in spills:
         task = _Task(numbers, directory, width)
         batches = task.frames(read_spill(output, spill))
-        output.write_partitioned(batches, frame_schema(), "frames", ["date", "api"], f"part-{part:05d}")
+        output.write_partitioned(
+            batches, frame_schema(), "frames", ["date", "api"], f"part-{part:05d}", _frames_options()
+        )
         if task.diagnostics:
             table = pa.concat_tables(task.diagnostics)
             output.write_file(table, "diagnostics", f"part-{part:05d}.parquet")
