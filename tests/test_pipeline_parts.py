@@ -39,13 +39,20 @@ def test_payloads_are_read_back_by_position(tmp_path: Path) -> None:
         (1, 60, 20),
         (0, 199_990, 10),
     ]
-    reader = PayloadReader(paths)
-    got = reader.read_run(*(list(col) for col in zip(*wanted, strict=True)))
-    assert got == [b"" if at < 0 else blobs[f][at : at + n] for f, at, n in wanted]
+    expected = [b"" if at < 0 else blobs[f][at : at + n] for f, at, n in wanted]
+    reader = PayloadReader(paths, map_local=False)  # spans read with pread
+    assert reader.read_run(*(list(col) for col in zip(*wanted, strict=True))) == expected
     assert reader.reads == 5  # (0: 100-1648), (0: far), (1: 0-110), (1: the overlap), (0: end)
-    (tmp_path / "f1").write_bytes(blobs[1][:40])  # cut short since it was scanned: short payloads
+    mapped = PayloadReader(paths)  # local files are memory-mapped: one run per stretch of a file
+    assert mapped.read_run(*(list(col) for col in zip(*wanted, strict=True))) == expected
+    assert mapped.reads == 4  # (0: rows 0-3), (1: row 4), (1: rows 6-7), (0: row 8)
     reader.close()
-    assert PayloadReader(paths).read_run([1, 1], [30, 45], [20, 5]) == [blobs[1][30:40], b""]
+    mapped.close()
+    (tmp_path / "f1").write_bytes(blobs[1][:40])  # cut short since it was scanned: short payloads
+    for map_local in (False, True):
+        cut = PayloadReader(paths, map_local)
+        assert cut.read_run([1, 1], [30, 45], [20, 5]) == [blobs[1][30:40], b""]
+        cut.close()
 
 
 def test_scanned_segments_unpack_to_what_the_capture_package_read() -> None:

@@ -36,7 +36,7 @@ class _File:
 
     __slots__ = ("fd", "handle", "mapped")
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, map_local: bool = True) -> None:
         local = local_path(path)
         self.fd = -1
         self.handle: Any = None
@@ -44,6 +44,8 @@ class _File:
         if local is not None:
             self.fd = os.open(local, os.O_RDONLY)
             try:
+                if not map_local:
+                    raise ValueError("not mapped")
                 self.mapped = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ)
             except (OSError, ValueError):  # empty, or not a regular file: read() instead
                 self.mapped = None
@@ -68,13 +70,15 @@ class _File:
 class PayloadReader:
     """Payloads of segments by (file order, offset, length); ``paths[order]`` names each file.
 
-    ``read_run`` takes the positions of consecutive rows and returns their payloads, reading every
-    run of near positions in one file as one span. A file cut shorter since stage 1 gives shorter
+    ``read_run`` takes the positions of consecutive rows and returns their payloads, cutting them
+    from the mapping of a local file (``map_local``) or reading every run of near positions in one
+    file as one span. A file cut shorter since stage 1 gives shorter
     (possibly empty) payloads: the reassembly then reports the bytes as missing.
     """
 
-    def __init__(self, paths: Sequence[str]) -> None:
+    def __init__(self, paths: Sequence[str], map_local: bool = True) -> None:
         self.paths = paths
+        self.map_local = map_local
         self._open: OrderedDict[int, _File] = OrderedDict()
         self.reads = 0
 
@@ -83,7 +87,7 @@ class PayloadReader:
         if f is not None:
             self._open.move_to_end(order)
             return f
-        f = _File(self.paths[order])
+        f = _File(self.paths[order], self.map_local)
         self._open[order] = f
         if len(self._open) > _OPEN_FILES:
             _, old = self._open.popitem(last=False)
