@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from kcodec.pipeline.decode import Found, decode_records, event_arrow_schema
+from kcodec.pipeline.memory import fewer_collections
 from kcodec.pipeline.outputs import SPILL, Output
 from kcodec.pipeline.scan import Record
 
@@ -50,7 +51,7 @@ def decode_task(
     rows = 0
     sink = output.open_output(SPILL, run, name)
     try:
-        with pa.ipc.new_stream(sink, event_arrow_schema()) as writer:
+        with fewer_collections(), pa.ipc.new_stream(sink, event_arrow_schema()) as writer:
             for batch in decode_records(records, paths, ports, autodetect, strict, found):
                 writer.write_batch(batch)
                 rows += batch.num_rows

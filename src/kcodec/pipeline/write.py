@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from kcodec.pipeline.decode import event_arrow_schema
+from kcodec.pipeline.memory import fewer_collections
 from kcodec.pipeline.outputs import Output
 from kcodec.pipeline.partials import Partials
 from kcodec.pipeline.spill import read_spill
@@ -319,9 +320,10 @@ def write_task(
     for part, spill in spills:
         task = _Task(numbers, directory, width)
         batches = task.frames(read_spill(output, spill))
-        output.write_partitioned(
-            batches, frame_schema(), "frames", ["date", "api"], f"part-{part:05d}", _frames_options()
-        )
+        with fewer_collections():
+            output.write_partitioned(
+                batches, frame_schema(), "frames", ["date", "api"], f"part-{part:05d}", _frames_options()
+            )
         if task.diagnostics:
             table = pa.concat_tables(task.diagnostics)
             output.write_file(table, "diagnostics", f"part-{part:05d}.parquet")
