@@ -18,6 +18,7 @@ from kcodec.pipeline.job import PARTITION_BYTES, default_partitions
 from kcodec.pipeline.partials import Partials
 from kcodec.pipeline.payloads import MAX_GAP, PayloadReader
 from kcodec.pipeline.scan import SEGMENT_DTYPE, scan_split, unpack
+from kcodec.pipeline.write import balanced_groups
 
 
 def test_payloads_are_read_back_by_position(tmp_path: Path) -> None:
@@ -257,3 +258,14 @@ def test_class_data_sharing_archive_is_written_once_then_used(
     other.record_jvm(2**22 + 12346)
     assert cds.plan_archive(Path("/other/java")).options == ""
     assert cds.plan_archive(Path("/other/java")).options == "" and not other.lock.exists()
+
+
+def test_spill_files_are_dealt_into_groups_of_about_equal_bytes() -> None:
+    sizes = [("a", 50), ("b", 10), ("c", 40), ("d", 30), ("e", 20), ("f", 45)]
+    groups = balanced_groups(sizes, 2)
+    assert sorted(x for g in groups for x in g) == ["a", "b", "c", "d", "e", "f"]
+    loads = [sum(dict(sizes)[x] for x in g) for g in groups]
+    assert sorted(loads) == [95, 100]  # largest first, each to the lighter group
+    assert all(g == sorted(g) for g in groups)  # each group keeps the items' order
+    assert balanced_groups(sizes, 10) == [[x] for x, _ in sizes]  # no more groups than items
+    assert balanced_groups(sizes[:1], 0) == [["a"]] and balanced_groups([], 2) == []

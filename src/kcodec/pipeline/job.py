@@ -9,8 +9,9 @@
    folder and returns what it found: connection starts, topic names, the time span
    (:mod:`~kcodec.pipeline.spill`);
 3. the driver numbers the connections across the input by their first segment and merges the topic
-   names; one task per spill file writes its ``frames`` (partitioned by ``date`` and ``api``) and
-   ``diagnostics`` files and returns its partial aggregates (:mod:`~kcodec.pipeline.write`,
+   names; the spill files are dealt into one task per core, of about equal bytes, and each task
+   writes its ``frames`` (partitioned by ``date`` and ``api``) and ``diagnostics`` files and returns
+   its partial aggregates (:mod:`~kcodec.pipeline.write`,
    :mod:`~kcodec.pipeline.partials`);
 4. the driver merges the partials into the small aggregate tables and writes them
    (:mod:`~kcodec.pipeline.aggregates`).
@@ -40,7 +41,7 @@ from kcodec.pipeline.partials import Partials
 from kcodec.pipeline.progress import ProgressDisplay, ProgressTracker
 from kcodec.pipeline.scan import scan_split
 from kcodec.pipeline.spill import decode_task
-from kcodec.pipeline.write import diagnostics_schema, write_task
+from kcodec.pipeline.write import balanced_groups, diagnostics_schema, write_task
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -115,8 +116,9 @@ class _Settings:
 
 def _decode(
     spark: SparkSession, files: list[InputFile], tracker: ProgressTracker, out: Output, run: str, s: _Settings
-) -> tuple[Found, list[tuple[int, str]]]:
-    """Stages 1 and 2 (one Spark job): what the tasks found, merged, and their spill files."""
+) -> tuple[Found, list[tuple[tuple[int, str], int]]]:
+    """Stages 1 and 2 (one Spark job): what the tasks found, merged, and their spill files
+    (``((part, path), bytes)``)."""
     plan = splits(files, s.split_size)
     done = tracker.callback()
     paths = [f.path for f in sorted(files, key=lambda f: f.order)]
@@ -131,13 +133,16 @@ def _decode(
         .collect()
     )
     found = Found()
-    for _part, _spill, task_found in results:
+    for _part, _spill, task_found, _bytes in results:
         found.merge(task_found)
-    return found, sorted((part, spill) for part, spill, _ in results if spill)
+    return found, sorted(((part, spill), nbytes) for part, spill, _, nbytes in results if spill)
 
 
-def _write(spark: SparkSession, out: Output, spills: list[tuple[int, str]], found: Found) -> Partials:
-    """Stage 3 (one Spark job): the frames and diagnostics files; the merged partial aggregates."""
+def _write(
+    spark: SparkSession, out: Output, spills: list[tuple[tuple[int, str], int]], found: Found
+) -> Partials:
+    """Stage 3 (one Spark job): the frames and diagnostics files; the merged partial aggregates. The
+    spill files are dealt into one task per core, of about equal bytes."""
     span = (found.last_time or 0.0) - (found.first_time or 0.0)
     width = bucket_width(span)
     merged = Partials(width)
@@ -149,9 +154,11 @@ def _write(spark: SparkSession, out: Output, spills: list[tuple[int, str]], foun
     sc = spark.sparkContext
     numbers = sc.broadcast(found.numbers())
     directory = found.directory()
+    groups = balanced_groups(spills, sc.defaultParallelism)
     try:
         partials = (
-            sc.parallelize(spills, len(spills))
+            sc.parallelize(groups, len(groups))
+            .flatMap(lambda group: group)
             .mapPartitions(lambda it: write_task(it, out, numbers.value, directory, width))
             .collect()
         )

@@ -1,8 +1,10 @@
 """Stage 3 on the executors: one task's spilled events -> its ``frames`` and ``diagnostics`` files,
 and its partial aggregates.
 
-Once stage 2 is done the driver knows every connection's number and every topic name stated; each
-stage-3 task reads one spill file (:mod:`~kcodec.pipeline.spill`) batch by batch and
+Once stage 2 is done the driver knows every connection's number and every topic name stated; the
+spill files are dealt into one group per core, of about equal bytes (:func:`balanced_groups`: as
+few tasks as keep every core busy, each a Spark task and a Parquet file per folder), and each
+stage-3 task reads its spill files (:mod:`~kcodec.pipeline.spill`) batch by batch and
 
 - numbers the connections (``(key, local)`` -> ``connection``) and resolves topic ids to names, as
   ``decode-capture`` names them (``topics``, the topics of ``partitions``, ``errors`` and
@@ -18,8 +20,9 @@ into Python strings.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+import heapq
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 from kcodec.pipeline.decode import event_arrow_schema
 from kcodec.pipeline.memory import fewer_collections
@@ -27,7 +30,16 @@ from kcodec.pipeline.outputs import Output
 from kcodec.pipeline.partials import Partials
 from kcodec.pipeline.spill import read_spill
 
-__all__ = ["DIAGNOSTIC_COLUMNS", "FRAME_COLUMNS", "diagnostics_schema", "frame_schema", "write_task"]
+__all__ = [
+    "DIAGNOSTIC_COLUMNS",
+    "FRAME_COLUMNS",
+    "balanced_groups",
+    "diagnostics_schema",
+    "frame_schema",
+    "write_task",
+]
+
+T = TypeVar("T")
 
 #: Event columns the ``frames`` table takes as they are (``connection`` and the columns after
 #: ``error_name`` are computed here).
@@ -314,17 +326,40 @@ def write_task(
     directory: Mapping[str, str],
     width: float,
 ) -> Iterator[Partials]:
-    """RDD ``mapPartitions`` function of stage 3: ``(part, spill file)`` in, the partials out."""
+    """RDD ``mapPartitions`` function of stage 3: ``(part, spill file)`` in (one task's group of
+    spills), their partials out. The group's frames go to one file per folder and its diagnostics to
+    one file, named after the group's first partition."""
     import pyarrow as pa
 
-    for part, spill in spills:
-        task = _Task(numbers, directory, width)
-        batches = task.frames(read_spill(output, spill))
-        with fewer_collections():
-            output.write_partitioned(
-                batches, frame_schema(), "frames", ["date", "api"], f"part-{part:05d}", _frames_options()
-            )
-        if task.diagnostics:
-            table = pa.concat_tables(task.diagnostics)
-            output.write_file(table, "diagnostics", f"part-{part:05d}.parquet")
-        yield task.partials
+    group = list(spills)
+    if not group:
+        return
+    name = f"part-{group[0][0]:05d}"
+    task = _Task(numbers, directory, width)
+
+    def batches() -> Iterator[Any]:
+        for _part, spill in group:
+            yield from task.frames(read_spill(output, spill))
+
+    with fewer_collections():
+        options = _frames_options()
+        output.write_partitioned(batches(), frame_schema(), "frames", ["date", "api"], name, options)
+    if task.diagnostics:
+        output.write_file(pa.concat_tables(task.diagnostics), "diagnostics", f"{name}.parquet")
+    yield task.partials
+
+
+def balanced_groups(sizes: Sequence[tuple[T, int]], groups: int) -> list[list[T]]:
+    """``sizes`` ((item, size) pairs) dealt into at most ``groups`` groups of about equal total size:
+    the largest first, each to the group with the least so far; each group in the items' order, the
+    groups in the order of their first items."""
+    count = max(1, min(groups, len(sizes)))
+    loads = [(0, i) for i in range(count)]
+    dealt: list[list[tuple[int, T]]] = [[] for _ in range(count)]  # (index, item); indexes differ
+    order = sorted(range(len(sizes)), key=lambda k: -sizes[k][1])
+    for k in order:
+        load, i = heapq.heappop(loads)
+        dealt[i].append((k, sizes[k][0]))
+        heapq.heappush(loads, (load + sizes[k][1], i))
+    ordered = sorted((sorted(group) for group in dealt if group), key=lambda g: g[0][0])
+    return [[item for _, item in group] for group in ordered]
