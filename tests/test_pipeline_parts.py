@@ -13,12 +13,12 @@ import pytest
 pytest.importorskip("datasketches", reason="the pipeline needs pip install -e '.[spark]'")
 
 from kcodec.pipeline.aggregates import aggregate_tables
+from kcodec.pipeline.balance import assign_keys, balanced_groups, key_weights
 from kcodec.pipeline.daemon import without_bundled_zips
 from kcodec.pipeline.job import PARTITION_BYTES, default_partitions
 from kcodec.pipeline.partials import Partials
 from kcodec.pipeline.payloads import MAX_GAP, PayloadReader
 from kcodec.pipeline.scan import SEGMENT_DTYPE, scan_split, unpack
-from kcodec.pipeline.write import balanced_groups
 
 
 def test_payloads_are_read_back_by_position(tmp_path: Path) -> None:
@@ -91,8 +91,8 @@ def test_scanned_segments_unpack_to_what_the_capture_package_read() -> None:
 def test_connection_partitions_follow_the_input_size_within_1_to_8_per_core() -> None:
     assert default_partitions(1_000_000, 2) == 2  # a small input: one task per core
     assert default_partitions(5 * PARTITION_BYTES, 2) == 5
-    assert default_partitions(1_000_000_000, 2) == 16  # 8 per core at most
-    assert default_partitions(1_000_000_000, 1) == 8
+    assert default_partitions(1_000_000_000, 2) == 8  # 4 per core at most
+    assert default_partitions(1_000_000_000, 1) == 4
     assert default_partitions(0, 0) == 1
 
 
@@ -269,3 +269,27 @@ def test_spill_files_are_dealt_into_groups_of_about_equal_bytes() -> None:
     assert all(g == sorted(g) for g in groups)  # each group keeps the items' order
     assert balanced_groups(sizes, 10) == [[x] for x, _ in sizes]  # no more groups than items
     assert balanced_groups(sizes[:1], 0) == [["a"]] and balanced_groups([], 2) == []
+
+
+def test_connection_keys_are_dealt_heaviest_partition_first() -> None:
+    weights = {"k1": 100, "k2": 10, "k3": 60, "k4": 50, "k5": 5}
+    assignment = assign_keys(weights, 2)
+    loads = [sum(w for k, w in weights.items() if assignment[k] == part) for part in (0, 1)]
+    assert loads == [115, 110]  # k1 (100) and k3 (60) apart; partition 0 the heavier
+    assert set(assign_keys(weights, 10).values()) <= set(range(10))
+    assert assign_keys(weights, 10)["k1"] == 0  # the heaviest partition starts first
+
+
+def test_stage_one_records_are_weighed_by_payload_bytes_and_segments(tmp_path: Path) -> None:
+    import numpy as np
+
+    packed = np.zeros(3, dtype=SEGMENT_DTYPE)
+    packed["payload_length"] = [100, 0, 50]
+    records = [
+        (("a b", 0, 0), packed.tobytes()),
+        (("a b", 1, 0), packed[:1].tobytes()),
+        (("\x00file x", 0, 0), "{}"),
+    ]
+    from kcodec.pipeline.balance import SEGMENT_WEIGHT
+
+    assert key_weights(records) == {"a b": 250 + 4 * SEGMENT_WEIGHT, "\x00file x": 1}

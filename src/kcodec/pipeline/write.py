@@ -2,9 +2,10 @@
 and its partial aggregates.
 
 Once stage 2 is done the driver knows every connection's number and every topic name stated; the
-spill files are dealt into one group per core, of about equal bytes (:func:`balanced_groups`: as
-few tasks as keep every core busy, each a Spark task and a Parquet file per folder), and each
-stage-3 task reads its spill files (:mod:`~kcodec.pipeline.spill`) batch by batch and
+spill files are dealt into one group per core, of about equal bytes
+(:func:`kcodec.pipeline.balance.balanced_groups`: as few tasks as keep every core busy, since each
+is a Spark task and a Parquet file per folder), and each stage-3 task reads its spill files
+(:mod:`~kcodec.pipeline.spill`) batch by batch and
 
 - numbers the connections (``(key, local)`` -> ``connection``) and resolves topic ids to names, as
   ``decode-capture`` names them (``topics``, the topics of ``partitions``, ``errors`` and
@@ -20,9 +21,8 @@ into Python strings.
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from kcodec.pipeline.decode import event_arrow_schema
 from kcodec.pipeline.memory import fewer_collections
@@ -33,13 +33,10 @@ from kcodec.pipeline.spill import read_spill
 __all__ = [
     "DIAGNOSTIC_COLUMNS",
     "FRAME_COLUMNS",
-    "balanced_groups",
     "diagnostics_schema",
     "frame_schema",
     "write_task",
 ]
-
-T = TypeVar("T")
 
 #: Event columns the ``frames`` table takes as they are (``connection`` and the columns after
 #: ``error_name`` are computed here).
@@ -348,18 +345,3 @@ def write_task(
         output.write_file(pa.concat_tables(task.diagnostics), "diagnostics", f"{name}.parquet")
     yield task.partials
 
-
-def balanced_groups(sizes: Sequence[tuple[T, int]], groups: int) -> list[list[T]]:
-    """``sizes`` ((item, size) pairs) dealt into at most ``groups`` groups of about equal total size:
-    the largest first, each to the group with the least so far; each group in the items' order, the
-    groups in the order of their first items."""
-    count = max(1, min(groups, len(sizes)))
-    loads = [(0, i) for i in range(count)]
-    dealt: list[list[tuple[int, T]]] = [[] for _ in range(count)]  # (index, item); indexes differ
-    order = sorted(range(len(sizes)), key=lambda k: -sizes[k][1])
-    for k in order:
-        load, i = heapq.heappop(loads)
-        dealt[i].append((k, sizes[k][0]))
-        heapq.heappush(loads, (load + sizes[k][1], i))
-    ordered = sorted((sorted(group) for group in dealt if group), key=lambda g: g[0][0])
-    return [[item for _, item in group] for group in ordered]
