@@ -64,6 +64,7 @@ class Length:
     width: int  # 2 or 4 for a non-compact prefix
     three_byte: bool = False  # read compact lengths of 16 KiB - 2 MiB in place (bytes/records)
     limit: int | None = None  # the most a written length may be (None: no check)
+    arith: str = ""  # non-compact, bytes-only compiled reads: the prefix by integer arithmetic
 
 
 # --- reading ---------------------------------------------------------------------------------------
