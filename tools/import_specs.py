@@ -42,10 +42,16 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from kafka_spec_json import SpecError, Warn, load_kafka_json, print_warning, strip_comments
+
+__all__ = ["SpecError", "Warn", "load_kafka_json", "strip_comments"]
 
 REPO_ROOT = Path(os.path.abspath(__file__)).parent.parent
 """The repository root; relative CLI paths are resolved against it."""
@@ -104,158 +110,6 @@ DOC_KEYS: frozenset[str] = frozenset({"about"})
 
 _SET_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _TAG_RE = re.compile(r"[0-9]+")
-_NORMAL_SPECIAL_RE = re.compile(r'["/]')
-_STRING_SPECIAL_RE = re.compile(r'["\\]')
-
-Warn = Callable[[str], None]
-"""Callback receiving one human-readable warning message."""
-
-
-class SpecError(ValueError):
-    """An input spec cannot be parsed or violates a structural rule."""
-
-
-def _stderr_warn(message: str) -> None:
-    """Default warning sink: print ``warning: <message>`` to stderr."""
-    print(f"warning: {message}", file=sys.stderr)
-
-
-# --------------------------------------------------------------------------
-# Parsing: comment stripping and tolerant loading
-# --------------------------------------------------------------------------
-
-
-def _line_of(text: str, index: int) -> int:
-    """Return the 1-based line number of ``text[index]``."""
-    return text.count("\n", 0, index) + 1
-
-
-def strip_comments(text: str) -> str:
-    """Remove ``//`` line and ``/* */`` block comments outside string literals.
-
-    This is a tokenizer-level scan, not a regex substitution: string literals
-    (with their backslash escapes) are copied untouched, so ``"http://x"``
-    survives.  A line comment is removed up to, but not including, its line
-    break; a block comment is replaced by a single space plus the line breaks
-    it contained, so line numbers in later JSON error messages still match the
-    original text and adjacent tokens are never glued together.
-
-    Raises:
-        SpecError: on an unterminated block comment.
-    """
-    out: list[str] = []
-    i = 0
-    n = len(text)
-    while i < n:
-        m = _NORMAL_SPECIAL_RE.search(text, i)
-        if m is None:
-            out.append(text[i:])
-            break
-        j = m.start()
-        out.append(text[i:j])
-        if text[j] == '"':
-            # Copy the string literal verbatim, honouring escapes.  An
-            # unterminated literal is copied as-is for json to report.
-            k = j + 1
-            while True:
-                s = _STRING_SPECIAL_RE.search(text, k)
-                if s is None:
-                    k = n
-                    break
-                if text[s.start()] == "\\":
-                    k = s.start() + 2
-                    continue
-                k = s.end()
-                break
-            out.append(text[j:k])
-            i = k
-        elif text.startswith("//", j):
-            end = n
-            for terminator in ("\n", "\r"):
-                pos = text.find(terminator, j)
-                if pos != -1:
-                    end = min(end, pos)
-            i = end
-        elif text.startswith("/*", j):
-            end = text.find("*/", j + 2)
-            if end == -1:
-                raise SpecError(f"unterminated /* comment starting on line {_line_of(text, j)}")
-            out.append(" " + "\n" * text.count("\n", j, end))
-            i = end + 2
-        else:
-            # A lone '/' is not valid JSON; keep it so json reports it.
-            out.append("/")
-            i = j + 1
-    return "".join(out)
-
-
-def _duplicate_key_checker(source: str, warn: Warn) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
-    """Return an ``object_pairs_hook`` that polices duplicate keys.
-
-    Upstream really ships duplicates (3.9.0 ``DescribeTopicPartitions*``
-    repeat ``"versions": "0+"``): a duplicate with an identical value is
-    reported and collapsed, a conflicting one is an error (ambiguous facts).
-    """
-
-    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        result: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in result:
-                name = dict(pairs).get("name")
-                where = f" in object {name!r}" if isinstance(name, str) else ""
-                if result[key] != value:
-                    raise SpecError(f"conflicting duplicate key {key!r}{where}: {result[key]!r} vs {value!r}")
-                warn(f"{source}: duplicate key {key!r}{where} with identical value (collapsed)")
-            result[key] = value
-        return result
-
-    return hook
-
-
-def load_kafka_json(text: str, *, source: str = "<string>", warn: Warn | None = None) -> dict[str, Any]:
-    """Parse one upstream Kafka message spec ("JSON with quirks").
-
-    Comments are stripped with :func:`strip_comments`, then the first JSON
-    value is decoded; it must be an object.  Anything but whitespace after it
-    (e.g. the stray ``}`` of Kafka 2.8's ``DescribeProducersRequest.json``) is
-    ignored and reported through ``warn``.  A repeated key is reported if both
-    values are equal and an error if they differ.
-
-    Args:
-        text: the file contents.
-        source: name used in warnings and error messages.
-        warn: warning sink; defaults to printing to stderr.
-
-    Raises:
-        SpecError: if the text is not a (quirky) JSON object.
-    """
-    report = warn if warn is not None else _stderr_warn
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    try:
-        stripped = strip_comments(text)
-    except SpecError as exc:
-        raise SpecError(f"{source}: {exc}") from None
-    decoder = json.JSONDecoder(object_pairs_hook=_duplicate_key_checker(source, report))
-    start = len(stripped) - len(stripped.lstrip())
-    try:
-        obj, end = decoder.raw_decode(stripped, start)
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"{source}: invalid JSON: {exc}") from None
-    except SpecError as exc:
-        raise SpecError(f"{source}: {exc}") from None
-    if not isinstance(obj, dict):
-        raise SpecError(f"{source}: root is a JSON {type(obj).__name__}, not an object")
-    rest = stripped[end:]
-    if rest.strip():
-        offset = end + len(rest) - len(rest.lstrip())
-        snippet = rest.strip()[:40]
-        report(
-            f"{source}: ignoring trailing tokens after the root object"
-            f" (line {_line_of(stripped, offset)}): {snippet!r}"
-        )
-    return obj
-
 
 # --------------------------------------------------------------------------
 # Normalisation to facts-only canonical form
@@ -299,7 +153,7 @@ def normalise_field(raw: Any, *, where: str, source: str, warn: Warn | None = No
         SpecError: if the field is not an object, has no string ``name``,
             has an invalid tag, or has no ``versions`` at all.
     """
-    report = warn if warn is not None else _stderr_warn
+    report = warn if warn is not None else print_warning
     if not isinstance(raw, dict):
         raise SpecError(f"{source}: {where}: expected an object, got {type(raw).__name__}")
     name = raw.get("name")
@@ -338,7 +192,7 @@ def normalise_message(
     Raises:
         SpecError: on structural problems (see :func:`normalise_field`).
     """
-    report = warn if warn is not None else _stderr_warn
+    report = warn if warn is not None else print_warning
     for key in raw:
         if key not in MESSAGE_KEYS and key not in DOC_KEYS:
             report(f"{source}: unknown message key {key!r} (dropped)")
@@ -593,7 +447,7 @@ def main(argv: Sequence[str] | None = None, *, root: Path = REPO_ROOT) -> int:
     found drift, 2 on invalid input.
     """
     args = build_parser().parse_args(argv)
-    warn = _stderr_warn
+    warn = print_warning
     try:
         sets = parse_sets(args.sets, args.source, root, warn)
         out = _resolve(args.out, root)
