@@ -137,46 +137,63 @@ def _finish(name: str, version: int, body: Any, pos: int, strict: bool, diags: l
     return obj
 
 
+# (api key, version) -> (body message name, header version) of the pairs decoded so far: the registry
+# is looked up once per pair (it is fixed), not per frame
+_request_routes: dict[tuple[int, int], tuple[str, int]] = {}
+_response_routes: dict[tuple[int, int], tuple[str, int]] = {}
+
+
 def decode_request(data: Any, *, strict: bool = True) -> RequestFrame:
     """Decode a request frame; api key and version come from its header, the header version from them."""
     body, size = _frame_body(data)
     if size < 4:
         raise DecodeError("a request header needs at least 4 bytes (api key and version)", 4, "RequestHeader")
     key, version = _KEY_VERSION.unpack_from(body, 0)
-    try:
-        info = api(key)
-        hv = info.request_header_version(version)
-    except (KeyError, UnsupportedVersionError) as e:
-        raise UnsupportedVersionError(
-            f"cannot decode request with api key {key} version {version}: {e}"
-        ) from None
+    route = _request_routes.get((key, version))
+    if route is None:
+        try:
+            info = api(key)
+            route = (info.request, info.request_header_version(version))
+        except (KeyError, UnsupportedVersionError) as e:
+            raise UnsupportedVersionError(
+                f"cannot decode request with api key {key} version {version}: {e}"
+            ) from None
+        _request_routes[(key, version)] = route
+    name, hv = route
     try:
         header, pos = decode_at("RequestHeader", hv, body)
     except DecodeError as e:
         e.offset += 4
         raise
     diags: list[Diagnostic] = []
-    obj = _offset(lambda: _finish(info.request, version, body, pos, strict, diags))
+    try:
+        obj = _finish(name, version, body, pos, strict, diags)
+    except TrailingBytesError:
+        raise
+    except DecodeError as e:  # offsets relative to the whole frame (size prefix included)
+        e.offset += 4
+        raise
     return RequestFrame(key, version, hv, header, obj, size, diags)
 
 
 def decode_response(data: Any, api_key: int, api_version: int, *, strict: bool = True) -> ResponseFrame:
     """Decode a response frame to a request of ``api_key`` at ``api_version``."""
     body, size = _frame_body(data)
-    info = api(api_key)
-    hv = info.response_header_version(api_version)
-    header, pos = _offset(lambda: decode_at("ResponseHeader", hv, body))
-    diags: list[Diagnostic] = []
-    obj = _offset(lambda: _finish(info.response, api_version, body, pos, strict, diags))
-    return ResponseFrame(api_key, api_version, hv, header, obj, size, diags)
-
-
-def _offset(fn: Any) -> Any:
-    """Run a body/header decode and make error offsets relative to the whole frame (size prefix incl.)."""
+    exact = type(api_key) is int and type(api_version) is int  # (True == 1 must not find version 1)
+    route = _response_routes.get((api_key, api_version)) if exact else None
+    if route is None:
+        info = api(api_key)
+        route = (info.response, info.response_header_version(api_version))
+        if exact:
+            _response_routes[(api_key, api_version)] = route
+    name, hv = route
     try:
-        return fn()
+        header, pos = decode_at("ResponseHeader", hv, body)
+        diags: list[Diagnostic] = []
+        obj = _finish(name, api_version, body, pos, strict, diags)
     except TrailingBytesError:
         raise
-    except DecodeError as e:
+    except DecodeError as e:  # offsets relative to the whole frame (size prefix included)
         e.offset += 4
         raise
+    return ResponseFrame(api_key, api_version, hv, header, obj, size, diags)

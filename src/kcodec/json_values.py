@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import base64
+import binascii
 from typing import Any
 
 from kcodec.values import Uuid
@@ -12,8 +12,8 @@ __all__ = ["b64", "uuid_text"]
 
 
 def b64(value: Any) -> str:
-    """Bytes and records: standard base64."""
-    return base64.b64encode(value).decode("ascii")
+    """Bytes and records: standard base64 (``base64.b64encode``'s text, without its wrapper call)."""
+    return binascii.b2a_base64(value, newline=False).decode("ascii")
 
 
 def uuid_text(value: Any) -> str:

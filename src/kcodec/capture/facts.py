@@ -3,240 +3,48 @@ topic-partitions it is about with their offsets and leader epochs, brokers, and 
 member, generation, client software, ...). Shared by the summaries, the filters and the statistics
 of ``kcodec decode-capture``, and by anything that flattens frames into table rows.
 
-:func:`frame_facts` walks only the parts of a body that hold such fields, by a plan made once per
-(message, version) from the schema: a field is recognised by its name and the struct it is in
-(``ErrorCode`` anywhere; ``Name``/``Topic``/``TopicId`` in a topic struct; ``PartitionIndex``/
-``Partition``/``Index`` in a partition struct; leader epochs, offsets, ...).
+:func:`frame_facts` runs the message's generated extractor (``kcodec._generated.facts_``, one
+straight-line function per struct layout and version, planned at build time by
+``kcodec.codegen.plan_facts``): it reads only the fields that hold such facts. A field is recognised
+by its name and the struct it is in (``ErrorCode`` anywhere; ``Name``/``Topic``/``TopicId`` in a
+topic struct; ``PartitionIndex``/``Partition``/``Index`` in a partition struct; leader epochs,
+offsets, ...; the rules are the planner's).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import importlib
+from collections.abc import Callable
 from typing import Any
 
-from kcodec.codec import message_info
-from kcodec.model import Message, Uuid
+from kcodec.codec import GENERATED, module
+from kcodec.errors import UnsupportedVersionError
+from kcodec.facts_model import Facts, PartitionFacts
+from kcodec.model import Message
 
-__all__ = ["Facts", "PartitionFacts", "frame_facts"]
+__all__ = ["Facts", "PartitionFacts", "extractor", "frame_facts"]
 
-# Partition-level values worth showing, by attribute (the order they are shown in).
-PARTITION_VALUES = (
-    "leader_id",
-    "leader_epoch",
-    "current_leader_epoch",
-    "committed_leader_epoch",
-    "last_fetched_epoch",
-    "fetch_offset",
-    "base_offset",
-    "committed_offset",
-    "high_watermark",
-    "last_stable_offset",
-    "log_start_offset",
-    "timestamp",
-    "offset",
-    "end_offset",
-    "epoch",
-)
-# Message-level values worth showing (any depth outside topics/partitions, first one found wins).
-KEY_VALUES = (
-    "client_software_name",
-    "client_software_version",
-    "group_id",
-    "member_id",
-    "group_instance_id",
-    "generation_id",
-    "generation_id_or_member_epoch",
-    "member_epoch",
-    "protocol_name",
-    "leader",
-    "key",
-    "transactional_id",
-    "producer_id",
-    "producer_epoch",
-    "acks",
-    "isolation_level",
-    "session_id",
-    "session_epoch",
-    "cluster_id",
-    "controller_id",
-    "allow_auto_topic_creation",
-)
-_TOPIC_NAMES = ("name", "topic", "topic_name")
-_PARTITION_IDS = ("partition_index", "partition", "index", "partition_id")
+_Extractor = Callable[[Any, Facts], None]
+_extractors: dict[tuple[str, int], _Extractor] = {}
 
 
-@dataclass(slots=True)
-class PartitionFacts:
-    """One topic-partition entry of a frame."""
-
-    topic: str | None
-    topic_id: str | None
-    partition: int | None
-    error_code: int = 0
-    values: dict[str, Any] = field(default_factory=dict)
-    records_bytes: int | None = None
-
-
-@dataclass(slots=True)
-class Facts:
-    """What :func:`frame_facts` found in one body."""
-
-    error_codes: list[tuple[int, str]] = field(default_factory=list)  # (code, where) of non-zero codes
-    partitions: list[PartitionFacts] = field(default_factory=list)
-    topics: list[tuple[str | None, str | None]] = field(default_factory=list)  # (name, id) in order
-    brokers: list[tuple[int, str, int]] = field(default_factory=list)  # (node id, host, port)
-    values: dict[str, Any] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=dict)  # field -> size, other arrays of structs
-    records_bytes: int = 0
-
-
-# plan entry: (attr, role, child struct or None, is array); role "count": an array of structs with
-# nothing of interest in them (only its length is kept)
-_Plan = tuple[tuple[str, str, str | None, bool], ...]
-_plan_sets: dict[tuple[str, int], dict[str, _Plan]] = {}
-
-
-def _plans(message: str, version: int) -> dict[str, _Plan]:
-    """The plan of every struct of ``message`` at ``version`` (built once)."""
-    key = (message, version)
-    found = _plan_sets.get(key)
-    if found is None:
-        found = _plan_sets[key] = {}
-        _build(message, message, version, found)
-    return found
-
-
-def _build(
-    message: str, struct: str, version: int, plans: dict[str, _Plan], parent_field: str = ""
-) -> bool:
-    """Make the plan of ``struct`` (and its children); True if it holds anything of interest.
-    ``parent_field``: the field holding it (``partitions`` makes it a partition struct whatever its
-    name, e.g. OffsetForLeaderEpoch's EpochEndOffset)."""
-    if struct in plans:
-        return bool(plans[struct])
-    plans[struct] = ()  # (no recursive structs in Kafka's specs; this guards anyway)
-    info = message_info(message)
-    lower = struct.lower()
-    in_topic = "topic" in lower and struct != message
-    in_partition = "partition" in lower or "partition" in parent_field
-    root = struct == message
-    out: list[tuple[str, str, str | None, bool]] = []
-    for f in info.fields_at(struct, version):
-        child = f.struct_name
-        a = f.attr
-        if child is not None:
-            if _build(message, child, version, plans, a):
-                out.append((a, "struct", child, f.is_array))
-            elif f.is_array:
-                out.append((a, "count", child, True))
-        elif a == "error_code":
-            out.append((a, "error", None, False))
-        elif f.type == "records":
-            out.append((a, "records", None, False))
-        elif a == "topic_id" and f.type == "uuid":
-            out.append((a, "topic_id", None, False))
-        elif in_topic and a in _TOPIC_NAMES and f.type == "string":
-            out.append((a, "topic", None, False))
-        elif in_partition and a in _PARTITION_IDS and f.type == "int32":
-            out.append((a, "partition", None, False))
-        elif a in PARTITION_VALUES and not f.is_array and (in_partition or root):
-            out.append((a, "value", None, False))
-        elif a in KEY_VALUES and not f.is_array:
-            out.append((a, "key", None, False))
-        elif a in ("node_id", "host", "port", "broker_id") and not f.is_array:
-            out.append((a, "node", None, False))
-    plans[struct] = tuple(out)
-    return bool(out)
-
-
-class _Walker:
-    __slots__ = ("facts", "plans")
-
-    def __init__(self, message: str, version: int) -> None:
-        self.plans = _plans(message, version)
-        self.facts = Facts()
-
-    def walk(self, struct: str, obj: Any, topic: str | None, topic_id: str | None, depth: int) -> None:
-        facts = self.facts
-        plan = self.plans[struct]
-        children: list[tuple[str, str, Any, bool]] = []
-        errors: list[int] = []
-        part: PartitionFacts | None = None
-        node: dict[str, Any] = {}
-        values: dict[str, Any] = {}
-        records: int | None = None
-        new_topic = False
-        for attr, role, child, is_array in plan:
-            value = getattr(obj, attr)
-            if value is None:
-                continue
-            if role == "struct":
-                assert child is not None
-                children.append((attr, child, value, is_array))
-            elif role == "count":
-                if value:
-                    facts.counts[attr] = facts.counts.get(attr, 0) + len(value)
-            elif role == "error":
-                if value:
-                    errors.append(value)
-            elif role == "topic":
-                topic, new_topic = value, True
-            elif role == "topic_id":
-                topic_id, new_topic = str(value if isinstance(value, Uuid) else Uuid(value)), True
-            elif role == "partition":
-                part = PartitionFacts(topic, topic_id, value)
-            elif role == "value":
-                values[attr] = value
-            elif role == "records":
-                records = len(value)
-                facts.records_bytes += records
-            elif role == "key":
-                facts.values.setdefault(attr, value)
-            else:
-                node[attr] = value
-        if new_topic and part is None:
-            facts.topics.append((topic, topic_id))
-        if part is not None:
-            part.topic, part.topic_id = topic, topic_id
-            part.values = values
-            part.records_bytes = records
-            if errors:
-                part.error_code = errors[0]
-            facts.partitions.append(part)
-        elif values and depth == 0:
-            for k, v in values.items():
-                facts.values.setdefault(k, v)
-        if "host" in node and "port" in node:
-            facts.brokers.append(
-                (int(node.get("node_id", node.get("broker_id", -1))), node["host"], node["port"])
-            )
-        elif "node_id" in node and depth == 0:
-            facts.values.setdefault("node_id", node["node_id"])
-        if errors:
-            where = _where(topic or topic_id, part.partition if part is not None else None)
-            facts.error_codes.extend((code, where) for code in errors)
-        for attr, child, value, is_array in children:
-            if is_array:
-                if not value:
-                    continue
-                if "topic" not in child.lower() and "partition" not in child.lower():
-                    facts.counts[attr] = facts.counts.get(attr, 0) + len(value)
-                for item in value:
-                    if item is not None:
-                        self.walk(child, item, topic, topic_id, depth + 1)
-            else:
-                self.walk(child, value, topic, topic_id, depth + 1)
-
-
-def _where(topic: str | None, partition: int | None) -> str:
-    if topic is None and partition is None:
-        return ""
-    return f"{topic or '?'}" + ("" if partition is None else f"/{partition}")
+def extractor(message_name: str, version: int) -> _Extractor:
+    """The generated facts extractor of one message at ``version`` (its module imported on first use)."""
+    key = (message_name, version)
+    fn = _extractors.get(key)
+    if fn is None:
+        codec = module(message_name)  # UnknownMessageError if there is no such message
+        mod = importlib.import_module(f"{GENERATED}.facts_.{codec.__name__.rsplit('.', 1)[1]}")
+        table: dict[int, _Extractor] = mod.FACTS
+        found = table.get(version)
+        if found is None:
+            raise UnsupportedVersionError(f"{message_name} has no version {version}")
+        fn = _extractors[key] = found
+    return fn
 
 
 def frame_facts(body: Message, version: int) -> Facts:
     """The facts of a decoded body (see the module docstring)."""
-    name = type(body).MESSAGE_NAME
-    walker = _Walker(name, version)
-    walker.walk(name, body, None, None, 0)
-    return walker.facts
+    facts = Facts()
+    extractor(type(body).MESSAGE_NAME, version)(body, facts)
+    return facts

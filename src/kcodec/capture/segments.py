@@ -77,6 +77,11 @@ SEGMENT_SCHEMA: tuple[tuple[str, str], ...] = (
 )
 
 _U16 = struct.Struct(">H")
+# the common case in one read: Ethernet (no VLAN tag), IPv4 without options, TCP: ethertype,
+# version/IHL, total length, flags/fragment offset, protocol, addresses, ports, seq, ack, data
+# offset, TCP flags
+_ETH_IPV4_TCP = struct.Struct(">12xHBxH2xHxB2x4s4sHHIIBB")
+_ETH_IPV4_TCP_SIZE = _ETH_IPV4_TCP.size
 _TCP = struct.Struct(">HHII")
 _ETH_IPV4, _ETH_IPV6, _ETH_VLAN, _ETH_QINQ = 0x0800, 0x86DD, 0x8100, 0x88A8
 _DLT_NULL, _DLT_EN10MB, _DLT_LOOP, _DLT_SLL, _DLT_SLL2 = 0, 1, 108, 113, 276
@@ -193,6 +198,23 @@ def _segment(
     data_offset: int,
     keep_acks: bool,
 ) -> Segment | None:
+    if linktype == _DLT_EN10MB and len(data) >= _ETH_IPV4_TCP_SIZE:
+        etype, vihl, total, frag, proto, saddr, daddr, sport, dport, seq, ack, off, flags = (
+            _ETH_IPV4_TCP.unpack_from(data, 0)
+        )
+        if etype == _ETH_IPV4 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF and off >= 0x50:
+            n = len(data)
+            end = 14 + total if total >= 20 else n  # total 0: TSO-offloaded capture
+            if end > n:
+                end = n
+            at = 34 + (off >> 4) * 4
+            if end - 34 < 20:
+                return None
+            payload = data[at:end] if at < end else b""
+            if not payload and not keep_acks and not flags & (TH_SYN | TH_FIN | TH_RST):
+                return None
+            return _made(saddr, daddr, sport, dport, seq, ack, flags, ts, payload, file, index, offset,
+                         data_offset + at if data_offset >= 0 and payload else -1)
     net = _network_layer(linktype, data)
     if net is None:
         return None
@@ -210,9 +232,29 @@ def _segment(
     payload = data[at + hlen : end] if at + hlen < end else b""
     if not payload and not keep_acks and not flags & (TH_SYN | TH_FIN | TH_RST):
         return None
+    payload_offset = data_offset + at + hlen if data_offset >= 0 and payload else -1
+    return _made(
+        saddr, daddr, sport, dport, seq, ack, flags, ts, payload, file, index, offset, payload_offset
+    )
+
+
+def _made(
+    saddr: bytes,
+    daddr: bytes,
+    sport: int,
+    dport: int,
+    seq: int,
+    ack: int,
+    flags: int,
+    ts: float,
+    payload: bytes,
+    file: str,
+    index: int,
+    offset: int,
+    payload_offset: int,
+) -> Segment:
     src, dst = _endpoint(saddr, sport), _endpoint(daddr, dport)
     key = f"{src} {dst}" if src < dst else f"{dst} {src}"
-    payload_offset = data_offset + at + hlen if data_offset >= 0 and payload else -1
     return Segment(key, src, dst, seq, ack, flags, ts, payload, file, index, offset, payload_offset)
 
 

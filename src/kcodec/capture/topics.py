@@ -21,14 +21,20 @@ class TopicDirectory:
         self.limit = limit
 
     def learn(self, facts: Facts) -> None:
-        """Remember every (name, id) pair the frame's facts hold."""
-        pairs = [(n, i) for n, i in facts.topics if n and i and i != ZERO_TOPIC_ID]
-        pairs += [(p.topic, p.topic_id) for p in facts.partitions if p.topic and p.topic_id]
-        for name, topic_id in pairs:
-            if topic_id != ZERO_TOPIC_ID and self.names.get(topic_id) != name:
-                self.names[topic_id] = name
-                if len(self.names) > self.limit:
-                    del self.names[next(iter(self.names))]
+        """Remember every (name, id) pair the frame's facts hold (its topics, then its partitions)."""
+        names = self.names
+        for name, topic_id in facts.topics:
+            if name and topic_id and topic_id != ZERO_TOPIC_ID and names.get(topic_id) != name:
+                self._remember(topic_id, name)
+        for p in facts.partitions:
+            name, topic_id = p.topic, p.topic_id
+            if name and topic_id and topic_id != ZERO_TOPIC_ID and names.get(topic_id) != name:
+                self._remember(topic_id, name)
+
+    def _remember(self, topic_id: str, name: str) -> None:
+        self.names[topic_id] = name
+        if len(self.names) > self.limit:
+            del self.names[next(iter(self.names))]
 
     def resolve(self, facts: Facts) -> dict[str, str]:
         """Fill in the names of topics the frame names by id only; ``{id: name}`` of those resolved."""

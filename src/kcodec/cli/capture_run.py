@@ -10,7 +10,6 @@ import time
 from typing import Any, Literal
 
 import click
-from rich.console import Console
 
 from kcodec.capture import CaptureFileError, iter_capture
 from kcodec.capture.connection import DEFAULT_PORTS
@@ -25,6 +24,7 @@ class _Progress:
     """A transient progress bar on stderr (bytes of the capture read)."""
 
     def __init__(self, source: Any, label: str) -> None:
+        from rich.console import Console
         from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
         self.source = source
@@ -83,7 +83,11 @@ class Run:
         )
         table: TableWriter | None = None
         if not as_json and not summary:
-            console = Console(highlight=False, soft_wrap=True) if out_tty else None
+            console = None
+            if out_tty:  # (rich is imported only for a terminal: piped output starts faster)
+                from rich.console import Console
+
+                console = Console(highlight=False, soft_wrap=True)
             table = TableWriter(console=console)
         self.output = CaptureOutput(
             flt=flt,

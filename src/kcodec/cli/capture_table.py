@@ -10,12 +10,12 @@ from __future__ import annotations
 import datetime as _dt
 import sys
 import textwrap
-from typing import IO
-
-from rich.console import Console
-from rich.markup import escape
+from typing import IO, TYPE_CHECKING, Any
 
 from kcodec.capture import CapturedFrame, CaptureIssue
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["TableWriter", "clock"]
 
@@ -23,8 +23,32 @@ _STYLES = {"error": "red", "note": "yellow", "dim": "dim", "": "", "red": "red",
 _WIDE = 110
 
 
+def escape(text: str) -> str:
+    """``rich.markup.escape`` (rich is imported only when rows go to a terminal)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+_MAX_TS = 253402300800.0  # 10000-01-01: datetime's limit
+_last_second: list[Any] = [-1, ""]  # the last whole second shown and its "HH:MM:SS"
+
+
 def clock(ts: float) -> str:
-    return _dt.datetime.fromtimestamp(ts, tz=_dt.UTC).strftime("%H:%M:%S.%f")[:-3]
+    """``HH:MM:SS.mmm`` (UTC) of a capture time: what ``datetime.fromtimestamp(ts, UTC)`` shows, cut to
+    milliseconds, computed without building a datetime per row (microseconds rounded half-even as
+    ``fromtimestamp`` rounds them; the seconds' text is reused while they do not change)."""
+    if not 0.0 <= ts < _MAX_TS:  # (NaN too) datetime's own answer, or its error
+        return _dt.datetime.fromtimestamp(ts, tz=_dt.UTC).strftime("%H:%M:%S.%f")[:-3]
+    whole = int(ts)
+    micros = round((ts - whole) * 1e6)
+    if micros >= 1_000_000:
+        whole, micros = whole + 1, micros - 1_000_000
+    last = _last_second
+    if whole != last[0]:
+        day = whole % 86400
+        last[0], last[1] = whole, f"{day // 3600:02d}:{day // 60 % 60:02d}:{day % 60:02d}"
+    return f"{last[1]}.{micros // 1000:03d}"
 
 
 class TableWriter:
@@ -106,7 +130,7 @@ class TableWriter:
 
     def _row(self, head: str, parts: list[tuple[str, str]], head_style: str) -> None:
         if self.console is None:
-            self.out.write((head + "  ".join(text for _, text in parts)).rstrip() + "\n")
+            self.out.write((head + "  ".join([text for _, text in parts])).rstrip() + "\n")
             return
         assert self.width is not None
         head_text = f"[{head_style}]{escape(head)}[/]" if head_style else escape(head)

@@ -33,6 +33,8 @@ _SHORT: dict[str, tuple[str, bool]] = {
     "end_offset": ("end ", True),
     "epoch": ("epoch ", True),
 }
+_LABELS = {attr: label for attr, (label, _) in _SHORT.items()}
+_HIDDEN_WHEN_NEGATIVE = frozenset(attr for attr, (_, keep) in _SHORT.items() if not keep)
 _KEY_LABELS = {
     "generation_id": "generation",
     "generation_id_or_member_epoch": "generation",
@@ -93,11 +95,12 @@ def _keys(frame: CapturedFrame, facts: Facts) -> list[Part]:
 
 def _partition(p: Any) -> str:
     bits = [str(p.partition)]
+    labels, hidden = _LABELS, _HIDDEN_WHEN_NEGATIVE
     for attr, value in p.values.items():
-        label, keep_negative = _SHORT.get(attr, (attr + " ", True))
-        if value == -1 and not keep_negative:
+        if value == -1 and attr in hidden:
             continue
-        bits.append(f"{label}{value}")
+        label = labels.get(attr)
+        bits.append(f"{attr} {value}" if label is None else f"{label}{value}")
     if p.error_code:
         bits.append(error_name(p.error_code))
     if p.records_bytes:
@@ -111,7 +114,7 @@ def _topics(facts: Facts) -> list[Part]:
         groups.setdefault(p.topic or p.topic_id or "?", []).append(p)
     out: list[Part] = []
     for topic, parts in list(groups.items())[:_MAX_TOPICS]:
-        shown = "; ".join(_partition(p) for p in parts[:_MAX_PARTITIONS])
+        shown = "; ".join([_partition(p) for p in parts[:_MAX_PARTITIONS]])
         more = f"; +{len(parts) - _MAX_PARTITIONS} partitions" if len(parts) > _MAX_PARTITIONS else ""
         out.append(("", f"{topic}[{shown}{more}]"))
     if len(groups) > _MAX_TOPICS:

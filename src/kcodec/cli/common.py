@@ -7,11 +7,12 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
 from kcodec.errors import KcodecError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from kcodec.client import ConnectionSettings
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
@@ -19,6 +20,8 @@ CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_
 
 def console() -> Console:
     """A console for tables: the terminal's width, or a wide one when stdout is not a terminal."""
+    from rich.console import Console  # (imported here: commands printing JSON start faster)
+
     out = Console(highlight=False, soft_wrap=False)
     if not out.is_terminal:
         out = Console(highlight=False, soft_wrap=False, width=max(out.width, 160))

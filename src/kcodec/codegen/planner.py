@@ -15,6 +15,7 @@ from kcodec.codegen.constants import ConstantPool
 from kcodec.codegen.layout import FieldPlan, StructPlan, ValuePlan, default_source, layout_message
 from kcodec.codegen.merge import MergedMessage, MergedStruct
 from kcodec.codegen.plan_construct import ConstructPlanner
+from kcodec.codegen.plan_facts import plan_facts
 from kcodec.codegen.plan_json import plan_json
 from kcodec.codegen.plan_ops import OpBuilder
 from kcodec.codegen.program import ClassField, ClassPlan, FunctionPlan, ModulePlan, PackagePlan, Target
@@ -132,6 +133,7 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
         bound_encoders=tuple((v, ids[root]) for v, root in layouts.items()) if target.compiled else (),
         bound_encoders_chunked=any(writes_blobs(root) for root in roots),
         json=plan_json(merged, fields_by_set, sources, module_name(merged.name)),
+        facts=plan_facts(merged, fields_by_set, sources, module_name(merged.name)),
     )
 
 

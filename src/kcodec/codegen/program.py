@@ -412,6 +412,56 @@ class JsonModulePlan:
 
 
 @dataclass(frozen=True, slots=True)
+class FactsStep:
+    """One field a facts extractor reads (``kcodec.capture.facts``), and what it is to the facts.
+
+    ``role``: ``error`` (an error code), ``topic`` (a topic name), ``topic_id``, ``partition`` (a
+    partition index), ``value`` (a partition-level value, or a message-level one at the root),
+    ``records`` (its size is counted), ``key`` (a message-level value, first one wins), ``count`` (an
+    array of structs with nothing of interest: only its size is kept), ``node`` (a broker's id, host
+    or port, read into ``local``), ``struct`` (a child struct or array of them, extracted by
+    ``child``; ``counted``: its size is kept too)."""
+
+    attr: str
+    role: str
+    child: str = ""
+    is_array: bool = False
+    counted: bool = False
+    local: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FactsFunction:
+    """The facts extractor of one struct layout, shared by the versions it serves (``versions``).
+
+    ``steps`` in wire order, then the struct's children (``children``, in wire order). ``root``: the
+    message itself (its values go to the message's values). ``broker``: the expression of a broker's
+    node id when the struct has a host and a port (empty: it has not); ``node_id``: the local holding
+    a ``node_id`` the root keeps as a value (empty: none)."""
+
+    id: str
+    cls: str
+    versions: str
+    root: bool
+    steps: tuple[FactsStep, ...]
+    children: tuple[FactsStep, ...]
+    locals_: tuple[str, ...]  # the locals set before the steps run: "values", "partition", ...
+    broker: str = ""
+    node_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FactsModulePlan:
+    """A message's facts module (``kcodec._generated.facts_.<module>``), loaded on first use."""
+
+    name: str
+    module: str
+    sources: tuple[str, ...]
+    functions: tuple[FactsFunction, ...]  # children first
+    roots: tuple[tuple[int, str], ...]  # version -> root function id
+
+
+@dataclass(frozen=True, slots=True)
 class ModulePlan:
     """Everything one message's generated modules hold (the codec module and the construct module)."""
 
@@ -450,6 +500,7 @@ class ModulePlan:
     #: keeps uncopied when large) rather than a plain ``bytearray``
     bound_encoders_chunked: bool = True
     json: JsonModulePlan | None = None
+    facts: FactsModulePlan | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,8 @@ TEMPLATES = Path(__file__).parent / "templates" / "python"
 CONSTRUCT_PACKAGE = "construct_"
 #: subpackage of the generated package holding each message's conversion to Kafka JSON (kcodec.jsonconv)
 JSON_PACKAGE = "json_"
+#: subpackage of the generated package holding each message's facts extractors (kcodec.capture.facts)
+FACTS_PACKAGE = "facts_"
 #: module of the generated package with the typed overloads of the by-name API (kcodec.messages)
 TYPING_MODULE = "typing_api"
 
@@ -59,17 +61,25 @@ def render_json(env: jinja2.Environment, module: ModulePlan) -> str:
     return tidy(env.get_template("json.py.j2").render(json=module.json))
 
 
+def render_facts(env: jinja2.Environment, module: ModulePlan) -> str:
+    """The module extracting the facts of one message."""
+    return tidy(env.get_template("facts.py.j2").render(facts=module.facts))
+
+
 def render_package(plan: PackagePlan) -> dict[str, dict[str, str]]:
     """Every file of the generated package: ``{subfolder: {file name: source}}`` ("" is the package)."""
     env = environment()
     package: dict[str, str] = {}
     constructs: dict[str, str] = {}
     jsons: dict[str, str] = {}
+    facts: dict[str, str] = {}
     for module in plan.modules:
         package[f"{module.module}.py"] = render_module(env, module)
         constructs[f"{module.module}.py"] = render_construct(env, module)
         if module.json is not None:
             jsons[f"{module.module}.py"] = render_json(env, module)
+        if module.facts is not None:
+            facts[f"{module.module}.py"] = render_facts(env, module)
     for stub in plan.stubs:  # compiled modules: the interpreted module, for type checkers
         package[f"{stub.module}.pyi"] = render_module(env, stub)
     package["__init__.py"] = tidy(env.get_template("index.py.j2").render(**plan.index))
@@ -81,4 +91,5 @@ def render_package(plan: PackagePlan) -> dict[str, dict[str, str]]:
     construct_index = env.get_template("construct_index.py.j2")
     constructs["__init__.py"] = tidy(construct_index.render(sources=plan.index["sources"]))
     jsons["__init__.py"] = tidy(env.get_template("json_index.py.j2").render(sources=plan.index["sources"]))
-    return {"": package, CONSTRUCT_PACKAGE: constructs, JSON_PACKAGE: jsons}
+    facts["__init__.py"] = tidy(env.get_template("facts_index.py.j2").render(sources=plan.index["sources"]))
+    return {"": package, CONSTRUCT_PACKAGE: constructs, JSON_PACKAGE: jsons, FACTS_PACKAGE: facts}
