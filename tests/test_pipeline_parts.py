@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("datasketches", reason="the pipeline needs pip install -e '.[spark]'")
 
 from kcodec.pipeline.aggregates import aggregate_tables
+from kcodec.pipeline.balance import assign_keys, balanced_groups, key_weights
 from kcodec.pipeline.daemon import without_bundled_zips
 from kcodec.pipeline.job import PARTITION_BYTES, default_partitions
 from kcodec.pipeline.partials import Partials
@@ -39,13 +40,20 @@ def test_payloads_are_read_back_by_position(tmp_path: Path) -> None:
         (1, 60, 20),
         (0, 199_990, 10),
     ]
-    reader = PayloadReader(paths)
-    got = reader.read_run(*(list(col) for col in zip(*wanted, strict=True)))
-    assert got == [b"" if at < 0 else blobs[f][at : at + n] for f, at, n in wanted]
+    expected = [b"" if at < 0 else blobs[f][at : at + n] for f, at, n in wanted]
+    reader = PayloadReader(paths, map_local=False)  # spans read with pread
+    assert reader.read_run(*(list(col) for col in zip(*wanted, strict=True))) == expected
     assert reader.reads == 5  # (0: 100-1648), (0: far), (1: 0-110), (1: the overlap), (0: end)
-    (tmp_path / "f1").write_bytes(blobs[1][:40])  # cut short since it was scanned: short payloads
+    mapped = PayloadReader(paths)  # local files are memory-mapped: one run per stretch of a file
+    assert mapped.read_run(*(list(col) for col in zip(*wanted, strict=True))) == expected
+    assert mapped.reads == 4  # (0: rows 0-3), (1: row 4), (1: rows 6-7), (0: row 8)
     reader.close()
-    assert PayloadReader(paths).read_run([1, 1], [30, 45], [20, 5]) == [blobs[1][30:40], b""]
+    mapped.close()
+    (tmp_path / "f1").write_bytes(blobs[1][:40])  # cut short since it was scanned: short payloads
+    for map_local in (False, True):
+        cut = PayloadReader(paths, map_local)
+        assert cut.read_run([1, 1], [30, 45], [20, 5]) == [blobs[1][30:40], b""]
+        cut.close()
 
 
 def test_scanned_segments_unpack_to_what_the_capture_package_read() -> None:
@@ -83,8 +91,8 @@ def test_scanned_segments_unpack_to_what_the_capture_package_read() -> None:
 def test_connection_partitions_follow_the_input_size_within_1_to_8_per_core() -> None:
     assert default_partitions(1_000_000, 2) == 2  # a small input: one task per core
     assert default_partitions(5 * PARTITION_BYTES, 2) == 5
-    assert default_partitions(1_000_000_000, 2) == 16  # 8 per core at most
-    assert default_partitions(1_000_000_000, 1) == 8
+    assert default_partitions(1_000_000_000, 2) == 8  # 4 per core at most
+    assert default_partitions(1_000_000_000, 1) == 4
     assert default_partitions(0, 0) == 1
 
 
@@ -250,3 +258,38 @@ def test_class_data_sharing_archive_is_written_once_then_used(
     other.record_jvm(2**22 + 12346)
     assert cds.plan_archive(Path("/other/java")).options == ""
     assert cds.plan_archive(Path("/other/java")).options == "" and not other.lock.exists()
+
+
+def test_spill_files_are_dealt_into_groups_of_about_equal_bytes() -> None:
+    sizes = [("a", 50), ("b", 10), ("c", 40), ("d", 30), ("e", 20), ("f", 45)]
+    groups = balanced_groups(sizes, 2)
+    assert sorted(x for g in groups for x in g) == ["a", "b", "c", "d", "e", "f"]
+    loads = [sum(dict(sizes)[x] for x in g) for g in groups]
+    assert sorted(loads) == [95, 100]  # largest first, each to the lighter group
+    assert all(g == sorted(g) for g in groups)  # each group keeps the items' order
+    assert balanced_groups(sizes, 10) == [[x] for x, _ in sizes]  # no more groups than items
+    assert balanced_groups(sizes[:1], 0) == [["a"]] and balanced_groups([], 2) == []
+
+
+def test_connection_keys_are_dealt_heaviest_partition_first() -> None:
+    weights = {"k1": 100, "k2": 10, "k3": 60, "k4": 50, "k5": 5}
+    assignment = assign_keys(weights, 2)
+    loads = [sum(w for k, w in weights.items() if assignment[k] == part) for part in (0, 1)]
+    assert loads == [115, 110]  # k1 (100) and k3 (60) apart; partition 0 the heavier
+    assert set(assign_keys(weights, 10).values()) <= set(range(10))
+    assert assign_keys(weights, 10)["k1"] == 0  # the heaviest partition starts first
+
+
+def test_stage_one_records_are_weighed_by_payload_bytes_and_segments(tmp_path: Path) -> None:
+    import numpy as np
+
+    packed = np.zeros(3, dtype=SEGMENT_DTYPE)
+    packed["payload_length"] = [100, 0, 50]
+    records = [
+        (("a b", 0, 0), packed.tobytes()),
+        (("a b", 1, 0), packed[:1].tobytes()),
+        (("\x00file x", 0, 0), "{}"),
+    ]
+    from kcodec.pipeline.balance import SEGMENT_WEIGHT
+
+    assert key_weights(records) == {"a b": 250 + 4 * SEGMENT_WEIGHT, "\x00file x": 1}

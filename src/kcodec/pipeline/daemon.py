@@ -15,7 +15,9 @@ every worker of a run paid again. The daemon must not have threads of its own wh
 imports them with those libraries' background threads off: OpenBLAS's pool
 (``OPENBLAS_NUM_THREADS=1``; the tasks use no linear algebra) and the background thread of the
 jemalloc linked into pyarrow (``JE_ARROW_MALLOC_CONF``; pyarrow allocates with mimalloc by default).
-The workers inherit those settings (Spark itself runs Python workers with one OpenMP thread). What
+The workers inherit those settings (Spark itself runs Python workers with one OpenMP thread), and
+the allocator settings of :mod:`kcodec.pipeline.memory`, which keep freed memory for reuse
+rather than having the kernel zero it again for the next batch. What
 is imported is then frozen (``gc.freeze``): a reused worker runs a full garbage collection after
 every task, which no longer walks the imported modules and classes. Then pyspark's daemon runs as
 usual.
@@ -26,6 +28,8 @@ from __future__ import annotations
 import gc
 import os
 import sys
+
+from kcodec.pipeline.memory import keep_freed_memory
 
 __all__ = ["main", "without_bundled_zips"]
 
@@ -68,6 +72,7 @@ def _import_libraries() -> None:
     """Import NumPy, pyarrow and pandas into the daemon, with their background threads off."""
     for name, value in QUIET_THREADS.items():
         os.environ.setdefault(name, value)
+    keep_freed_memory()  # before pyarrow loads mimalloc (see kcodec.pipeline.memory)
     import pyarrow as pa
     import pyarrow.compute
     import pyarrow.dataset

@@ -3,22 +3,25 @@
 1. list the inputs and plan byte-range splits (:mod:`~kcodec.pipeline.inputs`); one task per split
    reads it into records of TCP segments packed per connection, each segment with the *position*
    of its payload in the file (:mod:`~kcodec.pipeline.scan`);
-2. the records are partitioned by connection key and sorted by capture order within each partition;
+2. the records are weighed per connection key (kept meanwhile), dealt into partitions of about
+   equal weight (:mod:`~kcodec.pipeline.balance`) and sorted by capture order within each partition;
    one task per partition reads the payloads back from the input files and decodes whole
    connections (:mod:`~kcodec.pipeline.decode`), keeps its events in a spill file under the output
    folder and returns what it found: connection starts, topic names, the time span
    (:mod:`~kcodec.pipeline.spill`);
 3. the driver numbers the connections across the input by their first segment and merges the topic
-   names; one task per spill file writes its ``frames`` (partitioned by ``date`` and ``api``) and
-   ``diagnostics`` files and returns its partial aggregates (:mod:`~kcodec.pipeline.write`,
+   names; the spill files are dealt into one task per core, of about equal bytes, and each task
+   writes its ``frames`` (partitioned by ``date`` and ``api``) and ``diagnostics`` files and returns
+   its partial aggregates (:mod:`~kcodec.pipeline.write`,
    :mod:`~kcodec.pipeline.partials`);
 4. the driver merges the partials into the small aggregate tables and writes them
    (:mod:`~kcodec.pipeline.aggregates`).
 
-Two Spark jobs in all (stages 1-2, then 3), on the RDD API: Spark schedules the tasks and shuffles
-the packed segment positions (about 40 bytes per segment, one record per connection and split) as
-opaque bytes; no query is planned or compiled, and the payloads, events and Parquet files never
-pass through the JVM. Nothing is read by the driver but the file listing, and it holds only small
+Three Spark jobs in all (stage 1 and the weights, stage 2, then 3), on the RDD API: Spark
+schedules the tasks, keeps stage 1's records meanwhile and shuffles them (the packed segment
+positions: about 40 bytes per segment, one record per connection and split) as opaque bytes; no
+query is planned or compiled, and the payloads, events and Parquet files never pass through the
+JVM. Nothing is read by the driver but the file listing, and it holds only small
 things: one entry per connection and per topic, and the partial aggregates.
 """
 
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from kcodec.capture import DEFAULT_PORTS
 from kcodec.pipeline.aggregates import aggregate_tables, arrow_schema, bucket_width
+from kcodec.pipeline.balance import assign_keys, balanced_groups, key_weights
 from kcodec.pipeline.decode import Found
 from kcodec.pipeline.inputs import DEFAULT_SPLIT_SIZE, InputFile, list_inputs, splits
 from kcodec.pipeline.outputs import SPILL, Output
@@ -55,18 +59,19 @@ __all__ = [
 ]
 
 #: Connection partitions per core at most, by default.
-PARTITIONS_PER_CORE = 8
+PARTITIONS_PER_CORE = 4
 #: Input bytes per connection partition at least, by default.
 PARTITION_BYTES = 16 << 20
 
 
 def default_partitions(input_bytes: int, cores: int) -> int:
-    """Connection partitions for ``input_bytes`` of input on ``cores`` cores: several per core, as a
-    task decodes whole connections, which differ in size, and Spark hands the next task to the first
-    free core (on the benchmark's connections, with 4 per core the busier of 2 cores got 1.12x its
-    even share, with 8 per core 1.06x); but no more than one per :data:`PARTITION_BYTES` of input,
-    and no fewer than one per core, since every task costs scheduling and a Parquet file per
-    folder (on a 1 MB input, 16 partitions instead of 2 cost 0.6 CPU-s more, most of it the JVM's)."""
+    """Connection partitions for ``input_bytes`` of input on ``cores`` cores: a few per core, as a
+    task decodes whole connections, which differ in size: the connections are dealt into partitions
+    of about equal weight, heaviest first (:mod:`~kcodec.pipeline.balance`), and Spark hands the
+    next task to the first free core, so the last tasks are the lightest; but no more than one per
+    :data:`PARTITION_BYTES` of input, and no fewer than one per core, since every task costs
+    scheduling and a spill file (on a 1 MB input, 16 partitions instead of 2 cost 0.6 CPU-s more,
+    most of it the JVM's)."""
     cores = max(cores, 1)
     return max(cores, min(PARTITIONS_PER_CORE * cores, input_bytes // PARTITION_BYTES))
 
@@ -95,11 +100,13 @@ class PipelineResult:
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase of the job
 
 
-def _partition_of(partitions: int) -> Callable[[tuple[str, int, int]], int]:
-    """The shuffle's partition function: by connection key (CRC-32: the same in every process)."""
+def _partition_of(assignment: Any, partitions: int) -> Callable[[tuple[str, int, int]], int]:
+    """The shuffle's partition function: by connection key, as ``assignment`` (a broadcast dict)
+    deals them; a key it does not hold by CRC-32 (the same in every process)."""
 
     def partition(record_key: tuple[str, int, int]) -> int:
-        return zlib.crc32(record_key[0].encode()) % partitions
+        part = assignment.value.get(record_key[0])
+        return part if part is not None else zlib.crc32(record_key[0].encode()) % partitions
 
     return partition
 
@@ -115,29 +122,48 @@ class _Settings:
 
 def _decode(
     spark: SparkSession, files: list[InputFile], tracker: ProgressTracker, out: Output, run: str, s: _Settings
-) -> tuple[Found, list[tuple[int, str]]]:
-    """Stages 1 and 2 (one Spark job): what the tasks found, merged, and their spill files."""
+) -> tuple[Found, list[tuple[tuple[int, str], int]]]:
+    """Stages 1 and 2 (two Spark jobs: the scan, whose records are kept and weighed per connection
+    key; then the shuffle into partitions of about equal weight, and the decoding): what the tasks
+    found, merged, and their spill files (``((part, path), bytes)``)."""
     plan = splits(files, s.split_size)
     done = tracker.callback()
     paths = [f.path for f in sorted(files, key=lambda f: f.order)]
     ports, autodetect, strict = s.ports, s.autodetect, s.strict
-    results = (
-        spark.sparkContext.parallelize(plan, len(plan))
-        .flatMap(lambda split: scan_split(split, done))
-        .repartitionAndSortWithinPartitions(s.partitions, _partition_of(s.partitions))
-        .mapPartitionsWithIndex(
-            lambda part, records: decode_task(part, records, out, run, paths, ports, autodetect, strict)
+    from pyspark import StorageLevel
+
+    sc = spark.sparkContext
+    scanned = sc.parallelize(plan, len(plan)).flatMap(lambda split: scan_split(split, done))
+    scanned.persist(StorageLevel.MEMORY_AND_DISK)  # read once: weighed, then shuffled
+    assignment = None
+    try:
+        weights: dict[str, int] = {}
+        for task_weights in scanned.mapPartitions(lambda records: [key_weights(records)]).collect():
+            for key, weight in task_weights.items():
+                weights[key] = weights.get(key, 0) + weight
+        assignment = sc.broadcast(assign_keys(weights, s.partitions))
+        results = (
+            scanned.repartitionAndSortWithinPartitions(s.partitions, _partition_of(assignment, s.partitions))
+            .mapPartitionsWithIndex(
+                lambda part, records: decode_task(part, records, out, run, paths, ports, autodetect, strict)
+            )
+            .collect()
         )
-        .collect()
-    )
+    finally:
+        scanned.unpersist()
+        if assignment is not None:
+            assignment.unpersist()
     found = Found()
-    for _part, _spill, task_found in results:
+    for _part, _spill, task_found, _bytes in results:
         found.merge(task_found)
-    return found, sorted((part, spill) for part, spill, _ in results if spill)
+    return found, sorted(((part, spill), nbytes) for part, spill, _, nbytes in results if spill)
 
 
-def _write(spark: SparkSession, out: Output, spills: list[tuple[int, str]], found: Found) -> Partials:
-    """Stage 3 (one Spark job): the frames and diagnostics files; the merged partial aggregates."""
+def _write(
+    spark: SparkSession, out: Output, spills: list[tuple[tuple[int, str], int]], found: Found
+) -> Partials:
+    """Stage 3 (one Spark job): the frames and diagnostics files; the merged partial aggregates. The
+    spill files are dealt into one task per core, of about equal bytes."""
     span = (found.last_time or 0.0) - (found.first_time or 0.0)
     width = bucket_width(span)
     merged = Partials(width)
@@ -149,9 +175,11 @@ def _write(spark: SparkSession, out: Output, spills: list[tuple[int, str]], foun
     sc = spark.sparkContext
     numbers = sc.broadcast(found.numbers())
     directory = found.directory()
+    groups = balanced_groups(spills, sc.defaultParallelism)
     try:
         partials = (
-            sc.parallelize(spills, len(spills))
+            sc.parallelize(groups, len(groups))
+            .flatMap(lambda group: group)
             .mapPartitions(lambda it: write_task(it, out, numbers.value, directory, width))
             .collect()
         )

@@ -84,28 +84,24 @@ class Output:
         pq.write_table(table, path, filesystem=filesystem)
 
     def write_partitioned(
-        self, batches: Any, schema: Any, name: str, columns: list[str], basename: str
+        self,
+        batches: Any,
+        schema: Any,
+        name: str,
+        columns: list[str],
+        basename: str,
+        options: dict[str, Any] | None = None,
     ) -> None:
         """Write record ``batches`` (an iterable, streamed) under table ``name`` in hive-style folders of
         ``columns`` (``date=.../api=...``, as Spark lays out a partitioned table), one file per folder
-        named ``basename`` + a number."""
-        import pyarrow.dataset as ds
+        named ``basename`` + ``-0.parquet`` (:class:`~kcodec.pipeline.partitioned.PartitionedWriter`;
+        ``options``: ``ParquetWriter`` keyword arguments)."""
+        from kcodec.pipeline.partitioned import PartitionedWriter
 
         filesystem, base = self.filesystem()
-        ds.write_dataset(
-            batches,
-            f"{base}/{name}",
-            schema=schema,
-            format="parquet",
-            partitioning=columns,
-            partitioning_flavor="hive",
-            basename_template=basename + "-{i}.parquet",
-            existing_data_behavior="overwrite_or_ignore",
-            min_rows_per_group=8192,
-            max_rows_per_group=65536,
-            filesystem=filesystem,
-            create_dir=True,
-        )
+        with PartitionedWriter(filesystem, f"{base}/{name}", schema, columns, basename, options) as writer:
+            for batch in batches:
+                writer.write(batch)
 
     def open_output(self, *parts: str) -> Any:
         filesystem, base = self.filesystem()

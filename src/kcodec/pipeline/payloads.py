@@ -6,11 +6,14 @@ not its bytes; stage 2 reads the bytes itself from the input files, which every 
 connection the positions grow, and the segments of one message lie close together in the file
 (only the other side's ACKs between them), so :class:`PayloadReader` reads runs of near positions
 as one span (``os.pread`` on local files, ``read_at`` on pyarrow's files) and cuts the payloads out
-of it. A few files stay open at a time.
+of it; a local file is memory-mapped instead and each payload is cut straight from the mapping
+(one copy per payload, no span buffer). A few files stay open at a time. (A local input must not be
+truncated while the job reads it: a mapped page beyond its new end cannot be read.)
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -28,16 +31,24 @@ _OPEN_FILES = 8
 
 
 class _File:
-    """One open input: ``read(offset, length)`` without moving a shared position."""
+    """One open input: ``read(offset, length)`` without moving a shared position; a local file is
+    also memory-mapped (``mapped``: its bytes as far as it reached when opened)."""
 
-    __slots__ = ("fd", "handle")
+    __slots__ = ("fd", "handle", "mapped")
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, map_local: bool = True) -> None:
         local = local_path(path)
         self.fd = -1
         self.handle: Any = None
+        self.mapped: mmap.mmap | None = None
         if local is not None:
             self.fd = os.open(local, os.O_RDONLY)
+            try:
+                if not map_local:
+                    raise ValueError("not mapped")
+                self.mapped = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError):  # empty, or not a regular file: read() instead
+                self.mapped = None
         else:
             self.handle = open_input(path)
 
@@ -48,6 +59,8 @@ class _File:
         return data
 
     def close(self) -> None:
+        if self.mapped is not None:
+            self.mapped.close()
         if self.fd >= 0:
             os.close(self.fd)
         elif self.handle is not None:
@@ -57,13 +70,15 @@ class _File:
 class PayloadReader:
     """Payloads of segments by (file order, offset, length); ``paths[order]`` names each file.
 
-    ``read_run`` takes the positions of consecutive rows and returns their payloads, reading every
-    run of near positions in one file as one span. A file cut shorter since stage 1 gives shorter
+    ``read_run`` takes the positions of consecutive rows and returns their payloads, cutting them
+    from the mapping of a local file (``map_local``) or reading every run of near positions in one
+    file as one span. A file cut shorter since stage 1 gives shorter
     (possibly empty) payloads: the reassembly then reports the bytes as missing.
     """
 
-    def __init__(self, paths: Sequence[str]) -> None:
+    def __init__(self, paths: Sequence[str], map_local: bool = True) -> None:
         self.paths = paths
+        self.map_local = map_local
         self._open: OrderedDict[int, _File] = OrderedDict()
         self.reads = 0
 
@@ -72,7 +87,7 @@ class PayloadReader:
         if f is not None:
             self._open.move_to_end(order)
             return f
-        f = _File(self.paths[order])
+        f = _File(self.paths[order], self.map_local)
         self._open[order] = f
         if len(self._open) > _OPEN_FILES:
             _, old = self._open.popitem(last=False)
@@ -88,6 +103,10 @@ class PayloadReader:
                 i += 1
                 continue
             order, start = orders[i], offsets[i]
+            f = self._file(order)
+            if f.mapped is not None:  # cut every payload of the file's run straight from the mapping
+                i = self._cut_run(f.mapped, orders, offsets, lengths, i, out)
+                continue
             end = start + lengths[i]
             j = i + 1
             while j < n:  # grow the span over the next rows of the same file close after it
@@ -99,7 +118,7 @@ class PayloadReader:
                     break
                 end = at + lengths[j]
                 j += 1
-            span = self._file(order).read(start, end - start)
+            span = f.read(start, end - start)
             self.reads += 1
             for k in range(i, j):
                 if lengths[k] > 0 and offsets[k] >= 0:
@@ -107,6 +126,25 @@ class PayloadReader:
                     out[k] = span[lo : lo + lengths[k]]
             i = j
         return out
+
+    def _cut_run(
+        self,
+        mapped: mmap.mmap,
+        orders: Sequence[int],
+        offsets: Sequence[int],
+        lengths: Sequence[int],
+        i: int,
+        out: list[bytes],
+    ) -> int:
+        """Fill ``out`` from row ``i`` on while the rows are of the same file; the next row's index."""
+        order, n = orders[i], len(orders)
+        self.reads += 1
+        while i < n and orders[i] == order:
+            length, at = lengths[i], offsets[i]
+            if length > 0 and at >= 0:
+                out[i] = mapped[at : at + length]
+            i += 1
+        return i
 
     def close(self) -> None:
         for f in self._open.values():

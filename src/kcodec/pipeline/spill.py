@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from kcodec.pipeline.decode import Found, decode_records, event_arrow_schema
+from kcodec.pipeline.memory import fewer_collections
 from kcodec.pipeline.outputs import SPILL, Output
 from kcodec.pipeline.scan import Record
 
@@ -41,22 +42,24 @@ def decode_task(
     ports: tuple[int, ...],
     autodetect: bool,
     strict: bool,
-) -> Iterator[tuple[int, str | None, Found]]:
-    """Stage 2 for partition ``part`` (sorted stage-1 records): one ``(part, spill file or None, found)``."""
+) -> Iterator[tuple[int, str | None, Found, int]]:
+    """Stage 2 for partition ``part`` (sorted stage-1 records): one ``(part, spill file or None, found,
+    bytes of the spilled batches)``."""
     import pyarrow as pa
 
     found = Found()
     name = f"part-{part:05d}-{_attempt()}.arrow"
-    rows = 0
+    rows = nbytes = 0
     sink = output.open_output(SPILL, run, name)
     try:
-        with pa.ipc.new_stream(sink, event_arrow_schema()) as writer:
+        with fewer_collections(), pa.ipc.new_stream(sink, event_arrow_schema()) as writer:
             for batch in decode_records(records, paths, ports, autodetect, strict, found):
                 writer.write_batch(batch)
                 rows += batch.num_rows
+                nbytes += batch.nbytes
     finally:
         sink.close()
-    yield part, output.path(SPILL, run, name) if rows else None, found
+    yield part, output.path(SPILL, run, name) if rows else None, found, nbytes
 
 
 def read_spill(output: Output, path: str) -> Iterator[Any]:

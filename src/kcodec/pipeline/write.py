@@ -1,8 +1,11 @@
 """Stage 3 on the executors: one task's spilled events -> its ``frames`` and ``diagnostics`` files,
 and its partial aggregates.
 
-Once stage 2 is done the driver knows every connection's number and every topic name stated; each
-stage-3 task reads one spill file (:mod:`~kcodec.pipeline.spill`) batch by batch and
+Once stage 2 is done the driver knows every connection's number and every topic name stated; the
+spill files are dealt into one group per core, of about equal bytes
+(:func:`kcodec.pipeline.balance.balanced_groups`: as few tasks as keep every core busy, since each
+is a Spark task and a Parquet file per folder), and each stage-3 task reads its spill files
+(:mod:`~kcodec.pipeline.spill`) batch by batch and
 
 - numbers the connections (``(key, local)`` -> ``connection``) and resolves topic ids to names, as
   ``decode-capture`` names them (``topics``, the topics of ``partitions``, ``errors`` and
@@ -22,11 +25,18 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from kcodec.pipeline.decode import event_arrow_schema
+from kcodec.pipeline.memory import fewer_collections
 from kcodec.pipeline.outputs import Output
 from kcodec.pipeline.partials import Partials
 from kcodec.pipeline.spill import read_spill
 
-__all__ = ["DIAGNOSTIC_COLUMNS", "FRAME_COLUMNS", "diagnostics_schema", "frame_schema", "write_task"]
+__all__ = [
+    "DIAGNOSTIC_COLUMNS",
+    "FRAME_COLUMNS",
+    "diagnostics_schema",
+    "frame_schema",
+    "write_task",
+]
 
 #: Event columns the ``frames`` table takes as they are (``connection`` and the columns after
 #: ``error_name`` are computed here).
@@ -295,6 +305,17 @@ class _Task:
             yield from table.to_batches()
 
 
+#: Columns of ``frames`` written without a dictionary or min/max statistics: JSON text that seldom
+#: repeats and is never filtered by range (both cost a pass over every byte of it).
+_PLAIN_COLUMNS = frozenset({"header", "body"})
+
+
+def _frames_options() -> dict[str, Any]:
+    """``ParquetWriter`` options of the ``frames`` files."""
+    others = [f.name for f in frame_schema() if f.name not in _PLAIN_COLUMNS]
+    return {"use_dictionary": others, "write_statistics": others}
+
+
 def write_task(
     spills: Iterable[tuple[int, str]],
     output: Output,
@@ -302,14 +323,25 @@ def write_task(
     directory: Mapping[str, str],
     width: float,
 ) -> Iterator[Partials]:
-    """RDD ``mapPartitions`` function of stage 3: ``(part, spill file)`` in, the partials out."""
+    """RDD ``mapPartitions`` function of stage 3: ``(part, spill file)`` in (one task's group of
+    spills), their partials out. The group's frames go to one file per folder and its diagnostics to
+    one file, named after the group's first partition."""
     import pyarrow as pa
 
-    for part, spill in spills:
-        task = _Task(numbers, directory, width)
-        batches = task.frames(read_spill(output, spill))
-        output.write_partitioned(batches, frame_schema(), "frames", ["date", "api"], f"part-{part:05d}")
-        if task.diagnostics:
-            table = pa.concat_tables(task.diagnostics)
-            output.write_file(table, "diagnostics", f"part-{part:05d}.parquet")
-        yield task.partials
+    group = list(spills)
+    if not group:
+        return
+    name = f"part-{group[0][0]:05d}"
+    task = _Task(numbers, directory, width)
+
+    def batches() -> Iterator[Any]:
+        for _part, spill in group:
+            yield from task.frames(read_spill(output, spill))
+
+    with fewer_collections():
+        options = _frames_options()
+        output.write_partitioned(batches(), frame_schema(), "frames", ["date", "api"], name, options)
+    if task.diagnostics:
+        output.write_file(pa.concat_tables(task.diagnostics), "diagnostics", f"{name}.parquet")
+    yield task.partials
+
