@@ -109,6 +109,14 @@ def kcodec_chunks_codec(w: Workload, data: bytes) -> Codec:
     return Codec("kcodec chunks", lambda: dec(data), lambda: chunks(msg, version))
 
 
+def copy_floor_codec(w: Workload, data: bytes) -> Codec:
+    """The floor of any encoder returning one ``bytes``: a bare copy of the encoded bytes into one new
+    ``bytes`` object (``bytes(memoryview)``: one allocation, one memcpy of the same source memory the
+    decoded message's records point into). Not a codec; decode is kcodec's bound decoder, untimed."""
+    dec, view = kcodec.decoder(w.message, w.version), memoryview(data)
+    return Codec(FLOOR, lambda: dec(data), lambda: bytes(view))
+
+
 def kcodec_lazy_codec(w: Workload, data: bytes) -> Codec:
     """``decoder(..., lazy=True)``: the body checked, its arrays of structs built on first access."""
     msg = kcodec.decode(w.message, w.version, data)
@@ -194,9 +202,11 @@ LIBS = ("kcodec", "kio", "kafka-python new", "kafka-python old")
 PEERS = LIBS[1:]
 FACTORIES = (kcodec_codec, kio_codec, kafka_python_new_codec, kafka_python_old_codec)
 # which operations of a variant differ from kcodec's bound functions (only those are timed)
+FLOOR = "copy floor"
 VARIANT_OPS = {
     "kcodec by name": ("decode", "encode"),
     "kcodec chunks": ("encode",),
+    FLOOR: ("encode",),
     "kcodec lazy": ("decode",),
     "kcodec lazy+built": ("decode",),
 }
@@ -204,6 +214,7 @@ VARIANT_OPS = {
 VARIANTS = {
     "kcodec by name": kcodec_by_name_codec,
     "kcodec chunks": kcodec_chunks_codec,
+    FLOOR: copy_floor_codec,
     "kcodec lazy": kcodec_lazy_codec,
     "kcodec lazy+built": kcodec_lazy_built_codec,
 }
@@ -466,6 +477,8 @@ def report(results: list[Result]) -> list[dict[str, Any]]:
             )
         print(f"  {res.workload[:52]:<52} {res.op:<6} " + "; ".join(cells))
     print()
+    floor_lines(results, rows)
+    print()
     print("Ratio ranges over the rounds (kcodec / peer, min..max):")
     for res in results:
         spans = []
@@ -475,6 +488,33 @@ def report(results: list[Result]) -> list[dict[str, Any]]:
                 spans.append(f"{peer} {min(rs):.2f}..{max(rs):.2f}")
         print(f"  {res.workload[:52]:<52} {res.op:<6} " + "; ".join(spans))
     return rows
+
+
+def per_round(a: list[float], b: list[float]) -> float:
+    """The median of the per-round ratios a / b."""
+    return statistics.median(x / y for x, y in zip(a, b, strict=False))
+
+
+def floor_lines(results: list[Result], rows: list[dict[str, Any]]) -> None:
+    """Each encode beside the copy floor (a bare copy of the same bytes into one new ``bytes``), both
+    as ratios to the best peer in the same rounds: no encoder returning one ``bytes`` can go below
+    the floor, so where the floor alone is above the target, the target is out of reach."""
+    print("Encode against the copy floor, same rounds (median of per-round ratios to the best peer):")
+    for res, row in zip(results, rows, strict=True):
+        floor, best = res.samples.get(FLOOR), res.best_peer()
+        if res.op != "encode" or not floor or best is None:
+            continue
+        peer = res.samples[best]
+        kcodec_ratio, floor_ratio = per_round(res.samples["kcodec"], peer), per_round(floor, peer)
+        chunks = res.samples.get("kcodec chunks")
+        chunks_cell = f"; kcodec chunks {per_round(chunks, peer):.2f}x (zero-copy)" if chunks else ""
+        above = (res.median("kcodec") or 0.0) - statistics.median(floor)
+        print(
+            f"  {res.workload[:52]:<52} kcodec {kcodec_ratio:.2f}x {best}, copy floor {floor_ratio:.2f}x"
+            f" ({fmt(statistics.median(floor))} µs; kcodec {fmt(above)} µs above it){chunks_cell}"
+        )
+        row["copy_floor"] = {"median_us": statistics.median(floor), "ratio_to_best_peer": floor_ratio,
+                             "kcodec_ratio_to_best_peer": kcodec_ratio}
 
 
 def main() -> None:

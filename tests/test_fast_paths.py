@@ -93,6 +93,26 @@ def test_encode_chunks_keep_large_values_uncopied() -> None:
     assert kcodec.decode("ProduceRequest", 9, b"".join(chunks)) == msg
 
 
+@pytest.mark.parametrize("size", [126, 127, 128, 0x3FFE, 0x3FFF, 0x4000, 102400, 0x1FFFFE, 0x1FFFFF, 0x200000])
+def test_records_lengths_written_in_place_are_kafkas_varints(size: int) -> None:
+    """Compact lengths of one to three varint bytes are written in place (no write_uvarint call): at
+    every byte-count boundary they are the varint write_uvarint writes, in every entry point."""
+    from kcodec._wire import write_uvarint
+
+    cls = kcodec.message_class("ProduceRequest")
+    topic, part = cls.TopicProduceData, cls.PartitionProduceData  # type: ignore[attr-defined]
+    records = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    msg = cls(acks=-1, timeout_ms=1, topic_data=[topic(name="t", partition_data=[part(index=7, records=records)])])  # type: ignore[call-arg]
+    varint = bytearray()
+    write_uvarint(varint, size + 1)
+    data = kcodec.encode(msg, 9)
+    head = b"\x00\xff\xff\x00\x00\x00\x01\x02\x02t\x02\x00\x00\x00\x07"  # no txn id, acks, timeout, one topic "t", index 7
+    assert data[: len(head)] == head and data[len(head) : len(head) + len(varint)] == varint
+    assert data[len(head) + len(varint) : -3] == records
+    assert kcodec.encoder("ProduceRequest", 9)(msg) == b"".join(kcodec.encode_chunks(msg, 9)) == data
+    assert kcodec.decode("ProduceRequest", 9, data) == msg
+
+
 def _collections_during(data: bytes) -> int:
     """Collector runs while the two decoding entry points decode ``data`` (collector enabled)."""
     inside = [False]

@@ -14,7 +14,7 @@ from kcodec.codegen.constants import ConstantPool, format_name
 from kcodec.codegen.generate import merged_messages
 from kcodec.codegen.layout import layout_message
 from kcodec.codegen.merge import MergedMessage
-from kcodec.codegen.plan_ops import RESERVED
+from kcodec.codegen.plan_ops import RESERVED, arith
 from kcodec.codegen.planner import plan_module, struct_layouts, version_ranges
 from kcodec.codegen.program import FunctionPlan, ModulePlan, ReadArray, ReadValue, WriteValue
 from kcodec.codegen.spec.types import PRIMITIVES
@@ -287,6 +287,9 @@ def test_compiled_modules_print_native_classes_and_bytes_reads() -> None:
     assert "partitions_item = ListOffsetsPartition(partition_index=partition_index_value, " in text
     assert "^ 0x80000000) - 0x80000000" in text  # int32 counts read with integer arithmetic
     assert "buf[pos + 9]" in text and "buf[pos + 8 + 1]" not in text  # one addition per byte index
+    # each byte is a native i64, so shifts and ors are C operations (not a tagged-integer call each)
+    assert "partitions_count = ((i64(buf[pos]) << 24 | i64(buf[pos + 1]) << 16 |" in text
+    assert "timestamp_value = (((i64(buf[pos + 4]) << 24 |" in text and "<< 24 | buf[" not in text
     # byte offsets are mypyc's native 64-bit integers (C arithmetic), imported for the type checker only
     assert "def d_ListOffsetsRequest_v4(buf: bytes, pos: i64, blen: i64)" in text
     assert "if TYPE_CHECKING:" in text and "from mypy_extensions import i64" in text
@@ -295,6 +298,25 @@ def test_compiled_modules_print_native_classes_and_bytes_reads() -> None:
     pure = render_module(environment(), module("ListOffsetsRequest"))
     assert "__slots__" in pure and "_I32(buf, pos)[0]" in pure and "BYTES_INPUT = False" in pure
     assert "pos: int, blen: int" in pure and "i64" not in pure and "Final" not in pure
+
+
+@pytest.mark.parametrize("code", ["b", "?", "h", "H", "i", "I", "q"])
+def test_compiled_arithmetic_reads_what_struct_reads(code: str) -> None:
+    """The integer arithmetic of compiled reads (evaluated here with ``i64`` as ``int``: mypyc's
+    i64 gives the same values for these, none exceeding 64 bits) matches struct at every bound."""
+    import struct
+
+    size = struct.calcsize(">" + code)
+    lo, hi = (0, 1) if code == "?" else (INT_BOUNDS[{"b": "int8", "h": "int16", "H": "uint16", "i": "int32",
+                                                     "I": "uint32", "q": "int64"}[code]])
+    values = {lo, hi, 0, 1, lo + 1, hi - 1, -1 if lo < 0 else 2, 0x7F, 0x80 & hi}
+    expr = arith(code, 3)
+    for value in sorted(values):
+        buf = b"\xee" * 3 + struct.pack(">" + code, value) + b"\xee"
+        got = eval(expr, {"i64": int}, {"buf": buf, "pos": 0})  # noqa: S307 - the planner's own expression
+        assert got == struct.unpack_from(">" + code, buf, 3)[0], (code, value)
+        with pytest.raises(IndexError):  # past the end: IndexError, as bytes indexing raises it
+            eval(expr, {"i64": int}, {"buf": buf[: 3 + size - 1], "pos": 0})  # noqa: S307
 
 
 def test_compiled_decoders_build_each_object_from_locals() -> None:

@@ -69,28 +69,42 @@ class Locals:
 
 
 #: integer arithmetic reading one value of a struct format code at ``buf[pos + offset]`` (a bytes buffer
-#: in compiled code: machine integers, no call); ``{k}`` is the byte ``k`` of the value. Codes without
-#: an entry are read with struct.
+#: in compiled code); ``{k}`` is the byte ``k`` of the value, read as mypyc's native ``i64`` (see
+#: ``_byte``), so that the shifts, ors and sign fixes are C operations on machine integers, not a
+#: checked tagged-integer call each. Codes without an entry are read with struct.
 _ARITH = {
-    "b": "(buf[{0}] ^ 0x80) - 0x80",
+    "b": "({0} ^ 0x80) - 0x80",
     "?": "buf[{0}] != 0",
-    "h": "((buf[{0}] << 8 | buf[{1}]) ^ 0x8000) - 0x8000",
-    "H": "buf[{0}] << 8 | buf[{1}]",
-    "i": "((buf[{0}] << 24 | buf[{1}] << 16 | buf[{2}] << 8 | buf[{3}]) ^ 0x80000000) - 0x80000000",
-    "I": "buf[{0}] << 24 | buf[{1}] << 16 | buf[{2}] << 8 | buf[{3}]",
-    # the signed high half shifted, then the unsigned low half (two's complement throughout)
-    "q": "(((buf[{0}] << 24 | buf[{1}] << 16 | buf[{2}] << 8 | buf[{3}]) ^ 0x80000000) - 0x80000000) << 32"
-    " | (buf[{4}] << 24 | buf[{5}] << 16 | buf[{6}] << 8 | buf[{7}])",
+    "h": "(({0} << 8 | {1}) ^ 0x8000) - 0x8000",
+    "H": "{0} << 8 | {1}",
+    "i": "(({0} << 24 | {1} << 16 | {2} << 8 | {3}) ^ 0x80000000) - 0x80000000",
+    "I": "{0} << 24 | {1} << 16 | {2} << 8 | {3}",
+    # the signed high half shifted, then the unsigned low half (two's complement throughout: mypyc
+    # prints the shift as C's << on int64_t, which gcc defines for negative values)
+    "q": "((({0} << 24 | {1} << 16 | {2} << 8 | {3}) ^ 0x80000000) - 0x80000000) << 32"
+    " | ({4} << 24 | {5} << 16 | {6} << 8 | {7})",
 }
+#: arithmetic reading a non-compact length or count prefix (int16 for strings, int32 otherwise)
+LENGTH_CODES = {2: "h", 4: "i"}
+
+
+def _byte(offset: int) -> str:
+    """Byte ``offset`` after ``pos`` as a native ``i64`` (one addition per index: ``pos + 9``)."""
+    return f"i64(buf[pos + {offset}])" if offset else "i64(buf[pos])"
 
 
 def arith(code: str, offset: int) -> str:
-    """The expression reading one ``code`` value ``offset`` bytes after ``pos`` ("" if struct must);
-    each byte's index is one addition (``pos + 9``, not ``pos + 8 + 1``)."""
+    """The expression reading one ``code`` value ``offset`` bytes after ``pos`` ("" if struct must).
+
+    Its type is mypyc's ``i64``: assigned to an ``Any`` local or passed to a constructor it becomes
+    a Python ``int`` once, where the value is stored. A byte index past the buffer raises
+    ``IndexError`` as ``bytes`` indexing always does (the decoders turn it into their error)."""
     template = _ARITH.get(code)
     if template is None:
         return ""
-    return template.format(*(f"pos + {offset + k}" if offset + k else "pos" for k in range(8)))
+    if code == "?":
+        return template.format(f"pos + {offset}" if offset else "pos")
+    return template.format(*(_byte(offset + k) for k in range(8)))
 
 
 class OpBuilder:
@@ -142,12 +156,14 @@ class OpBuilder:
         string = wire is not None and wire.length_fmt == "h"
         # the most a written length may be: strings have 32767 bytes, other non-compact prefixes int32
         limit = 32767 if string else (None if v.compact else 2147483647)
+        width = 2 if string else 4
         return Length(
             var=self.names.new(var),
             compact=v.compact,
-            width=2 if string else 4,
+            width=width,
             three_byte=v.compact and v.kind in ("bytes", "records"),
             limit=limit,
+            arith=arith(LENGTH_CODES[width], 0) if self.bytes_buffer and not v.compact else "",
         )
 
     # --- reading ---------------------------------------------------------------------------------

@@ -162,7 +162,7 @@ def _plan_function(
     lazy_tagged = read_tagged
     if target.builds_from_locals and is_root and sp.flexible:  # its own locals for the tagged fields
         lazy_tagged = lazy.read_tagged(sp, "obj")
-    skip = () if is_root else OpBuilder(pool, ids, message).skip_steps(sp)
+    skip = () if is_root else OpBuilder(pool, ids, message, target.bytes_buffer).skip_steps(sp)
     encode = OpBuilder(pool, ids, message)
     return FunctionPlan(
         id=ids[sp],

@@ -62,8 +62,9 @@ class Length:
     var: str  # the local holding it
     compact: bool
     width: int  # 2 or 4 for a non-compact prefix
-    three_byte: bool = False  # read compact lengths of 16 KiB - 2 MiB in place (bytes/records)
+    three_byte: bool = False  # compact lengths up to 2 MiB read/written in place (bytes/records)
     limit: int | None = None  # the most a written length may be (None: no check)
+    arith: str = ""  # non-compact, bytes-only compiled reads: the prefix by integer arithmetic
 
 
 # --- reading ---------------------------------------------------------------------------------------
