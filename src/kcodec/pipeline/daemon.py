@@ -92,6 +92,7 @@ def main() -> None:
 
     import kcodec.pipeline.scan
     import kcodec.pipeline.spill
+    import kcodec.pipeline.stash
     import kcodec.pipeline.write  # noqa: F401
 
     _import_libraries()

@@ -29,21 +29,21 @@ from __future__ import annotations
 
 import time
 import uuid
-import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from kcodec.capture import DEFAULT_PORTS
 from kcodec.pipeline.aggregates import aggregate_tables, arrow_schema, bucket_width
-from kcodec.pipeline.balance import assign_keys, balanced_groups, key_weights
+from kcodec.pipeline.balance import assign_keys, balanced_groups
 from kcodec.pipeline.decode import Found
 from kcodec.pipeline.inputs import DEFAULT_SPLIT_SIZE, InputFile, list_inputs, splits
 from kcodec.pipeline.outputs import SPILL, Output
 from kcodec.pipeline.partials import Partials
 from kcodec.pipeline.progress import ProgressDisplay, ProgressTracker
-from kcodec.pipeline.scan import scan_split
 from kcodec.pipeline.spill import decode_task
+from kcodec.pipeline.stash import Ref, read_stashed, stash_task, weigh
 from kcodec.pipeline.write import diagnostics_schema, write_task
 
 if TYPE_CHECKING:
@@ -100,17 +100,6 @@ class PipelineResult:
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase of the job
 
 
-def _partition_of(assignment: Any, partitions: int) -> Callable[[tuple[str, int, int]], int]:
-    """The shuffle's partition function: by connection key, as ``assignment`` (a broadcast dict)
-    deals them; a key it does not hold by CRC-32 (the same in every process)."""
-
-    def partition(record_key: tuple[str, int, int]) -> int:
-        part = assignment.value.get(record_key[0])
-        return part if part is not None else zlib.crc32(record_key[0].encode()) % partitions
-
-    return partition
-
-
 @dataclass(slots=True)
 class _Settings:
     ports: tuple[int, ...]
@@ -123,36 +112,29 @@ class _Settings:
 def _decode(
     spark: SparkSession, files: list[InputFile], tracker: ProgressTracker, out: Output, run: str, s: _Settings
 ) -> tuple[Found, list[tuple[tuple[int, str], int]]]:
-    """Stages 1 and 2 (two Spark jobs: the scan, whose records are kept and weighed per connection
-    key; then the shuffle into partitions of about equal weight, and the decoding): what the tasks
-    found, merged, and their spill files (``((part, path), bytes)``)."""
+    """Stages 1 and 2 (two Spark jobs: the scan, whose records are stashed in files and weighed per
+    connection key; then the decoding, one task per partition of about equal weight): what the
+    tasks found, merged, and their spill files (``((part, path), bytes)``)."""
     plan = splits(files, s.split_size)
     done = tracker.callback()
     paths = [f.path for f in sorted(files, key=lambda f: f.order)]
     ports, autodetect, strict = s.ports, s.autodetect, s.strict
-    from pyspark import StorageLevel
-
     sc = spark.sparkContext
-    scanned = sc.parallelize(plan, len(plan)).flatMap(lambda split: scan_split(split, done))
-    scanned.persist(StorageLevel.MEMORY_AND_DISK)  # read once: weighed, then shuffled
-    assignment = None
-    try:
-        weights: dict[str, int] = {}
-        for task_weights in scanned.mapPartitions(lambda records: [key_weights(records)]).collect():
-            for key, weight in task_weights.items():
-                weights[key] = weights.get(key, 0) + weight
-        assignment = sc.broadcast(assign_keys(weights, s.partitions))
-        results = (
-            scanned.repartitionAndSortWithinPartitions(s.partitions, _partition_of(assignment, s.partitions))
-            .mapPartitionsWithIndex(
-                lambda part, records: decode_task(part, records, out, run, paths, ports, autodetect, strict)
+    stashed = sc.parallelize(plan, len(plan)).map(lambda split: stash_task(split, out, run, done)).collect()
+    refs = [ref for task_refs in stashed for ref in task_refs]
+    assignment = assign_keys(weigh(refs), s.partitions)
+    parts: list[list[Ref]] = [[] for _ in range(s.partitions)]
+    for ref in sorted(refs, key=lambda ref: ref[0]):  # by connection key, file order, first offset
+        parts[assignment[ref[0][0]]].append(ref)
+    results = (
+        sc.parallelize(parts, len(parts))
+        .mapPartitionsWithIndex(
+            lambda part, it: decode_task(
+                part, read_stashed(chain.from_iterable(it), out), out, run, paths, ports, autodetect, strict
             )
-            .collect()
         )
-    finally:
-        scanned.unpersist()
-        if assignment is not None:
-            assignment.unpersist()
+        .collect()
+    )
     found = Found()
     for _part, _spill, task_found, _bytes in results:
         found.merge(task_found)
