@@ -2,9 +2,11 @@
 
 1. list the inputs and plan byte-range splits (:mod:`~kcodec.pipeline.inputs`); one task per split
    reads it into records of TCP segments packed per connection, each segment with the *position*
-   of its payload in the file (:mod:`~kcodec.pipeline.scan`);
-2. the records are weighed per connection key (kept meanwhile), dealt into partitions of about
-   equal weight (:mod:`~kcodec.pipeline.balance`) and sorted by capture order within each partition;
+   of its payload in the file (:mod:`~kcodec.pipeline.scan`), written to a stash file under the
+   output folder; the task returns an index of them (:mod:`~kcodec.pipeline.stash`);
+2. the driver weighs the records per connection key, deals the keys into partitions of about
+   equal weight (:mod:`~kcodec.pipeline.balance`) and sorts each partition's references by capture
+   order;
    one task per partition reads the payloads back from the input files and decodes whole
    connections (:mod:`~kcodec.pipeline.decode`), keeps its events in a spill file under the output
    folder and returns what it found: connection starts, topic names, the time span
@@ -17,12 +19,12 @@
 4. the driver merges the partials into the small aggregate tables and writes them
    (:mod:`~kcodec.pipeline.aggregates`).
 
-Three Spark jobs in all (stage 1 and the weights, stage 2, then 3), on the RDD API: Spark
-schedules the tasks, keeps stage 1's records meanwhile and shuffles them (the packed segment
-positions: about 40 bytes per segment, one record per connection and split) as opaque bytes; no
-query is planned or compiled, and the payloads, events and Parquet files never pass through the
-JVM. Nothing is read by the driver but the file listing, and it holds only small
-things: one entry per connection and per topic, and the partial aggregates.
+Three Spark jobs in all (stages 1, 2 and 3), on the RDD API, and no shuffle: Spark schedules the
+tasks and carries their small results; no query is planned or compiled, and the segment
+positions, payloads, events and Parquet files never pass through the JVM. Nothing is read by the
+driver but the file listing, and it holds only small things: one reference per connection and
+split (its key, where its record lies and its weight), one entry per connection and per topic, and
+the partial aggregates.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Reading segment payloads back from the input files, by position (stage 2 on the executors).
 
-Stage 1 ships each TCP segment's *position* (file, ``payload_offset``, length) through the shuffle,
+Stage 1 stashes each TCP segment's *position* (file, ``payload_offset``, length) for stage 2,
 not its bytes; stage 2 reads the bytes itself from the input files, which every executor can open
 (:func:`~kcodec.pipeline.sources.open_input`: local paths, ``hdfs://``, ``s3://``, ...). Within one
 connection the positions grow, and the segments of one message lie close together in the file

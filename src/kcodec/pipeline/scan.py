@@ -4,12 +4,13 @@ Each input is one split of one file (``path``, file order, ``start``, ``end``; `
 end of the file", and the file's size). The split is read as a stream by
 :func:`kcodec.capture.iter_segments` (the capture package's packet and segment stages). Its segments
 are grouped by connection key, and each group (at most :data:`CHUNK` segments, in file order) becomes
-one record for the shuffle: ``((key, file order, offset of its first segment), packed)``, where
+one record for stage 2 (kept in a stash file, :mod:`~kcodec.pipeline.stash`):
+``((key, file order, offset of its first segment), packed)``, where
 ``packed`` holds, per segment, its TCP facts and *where its payload lies* in the file
 (:data:`SEGMENT_DTYPE`: 38 bytes a segment, packed with ``struct``, read back as a NumPy record
-array), not the payload, which stage 2 reads back (:mod:`~kcodec.pipeline.payloads`). The
-shuffle thus carries one small record per connection and split instead of every payload, and
-sorting the records by their key puts each connection's segments in capture order (rotated files:
+array), not the payload, which stage 2 reads back (:mod:`~kcodec.pipeline.payloads`). Stage 2
+thus gets one small record per connection and split instead of every payload, and sorting the
+records by their key puts each connection's segments in capture order (rotated files:
 by file order, then offset).
 
 Problems with the file (a damaged or cut record, a file that is no capture at all, a read error)

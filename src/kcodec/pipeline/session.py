@@ -75,10 +75,6 @@ def spark_session(master: str | None = None, *, app_name: str = "kcodec pipeline
             builder.config("spark.driver.host", LOOPBACK)
             .config("spark.driver.bindAddress", LOOPBACK)
             .config("spark.ui.enabled", "false")
-            # the shuffle (packed segment positions) stays on this machine's disk: no CPU spent
-            # compressing it
-            .config("spark.shuffle.compress", "false")
-            .config("spark.shuffle.spill.compress", "false")
             .config("spark.driver.extraJavaOptions", f"{LOCAL_JAVA_OPTIONS} {cds.options}".strip())
             # Python workers that import pyspark from the installed package, not from Spark's zip
             .config("spark.python.daemon.module", "kcodec.pipeline.daemon")
