@@ -293,3 +293,25 @@ def test_stage_one_records_are_weighed_by_payload_bytes_and_segments(tmp_path: P
     from kcodec.pipeline.balance import SEGMENT_WEIGHT
 
     assert key_weights(records) == {"a b": 250 + 4 * SEGMENT_WEIGHT, "\x00file x": 1}
+
+
+def test_stashed_records_read_back_equal_the_scan_and_weigh_the_same(tmp_path: Path) -> None:
+    from kcodec.pipeline.outputs import Output
+    from kcodec.pipeline.stash import read_stashed, stash_task, weigh
+
+    sample = Path(__file__).parent.parent / "samples" / "sample.pcap"
+    damaged = tmp_path / "damaged.pcap"
+    damaged.write_bytes(sample.read_bytes()[:-7])  # a cut last record: an issue record too
+    out = Output(str(tmp_path / "out"))
+    for order, path in enumerate((sample, damaged)):
+        split = (str(path), order, 0, -1, path.stat().st_size)
+        want = list(scan_split(split))
+        refs = stash_task(split, out, "run")
+        assert [ref[0] for ref in refs] == [head for head, _ in want]
+        assert list(read_stashed(refs, out)) == want
+        assert weigh(refs) == key_weights(want)
+        # a stage-2 task reads any subset, in any order
+        picked = refs[::-2]
+        assert list(read_stashed(picked, out)) == [want[refs.index(ref)] for ref in picked]
+        issues = [value for _, value in want if isinstance(value, str)]
+        assert bool(issues) == (path == damaged)  # the cut file's issue travels as a record too
