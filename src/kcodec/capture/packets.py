@@ -23,6 +23,7 @@ from __future__ import annotations
 import struct
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TypeVar, cast
@@ -138,6 +139,23 @@ def _open(source: str | Path | IO[bytes]) -> tuple[IO[bytes], str, bool]:
     return source, name, False
 
 
+@contextmanager
+def _capture_file(source: str | Path | IO[bytes], name: str | None) -> Iterator[tuple[IO[bytes], bytes, str]]:
+    """The opened capture (closed after, if opened here), its 4-byte magic and its label; raises
+    :class:`CaptureFileError` for an empty file or one that is no pcap/pcapng."""
+    f, label, owned = _open(source)
+    try:
+        head = f.read(4)
+        if len(head) < 4:
+            raise CaptureFileError("the capture file is " + ("cut short" if head else "empty"))
+        if head != _PCAPNG_SHB and head not in _PCAP_MAGICS:
+            raise CaptureFileError(f"not a pcap or pcapng file (starts with {head.hex()})")
+        yield f, head, name or label
+    finally:
+        if owned:
+            f.close()
+
+
 def iter_packets(
     source: str | Path | IO[bytes], *, start: int = 0, end: int | None = None, name: str | None = None
 ) -> Iterator[RawPacket | CaptureIssue]:
@@ -148,21 +166,11 @@ def iter_packets(
     labels issues (default: the path). Raises :class:`CaptureFileError` only when the data is no
     pcap/pcapng at all or cannot be opened.
     """
-    f, label, owned = _open(source)
-    label = name or label
-    try:
-        head = f.read(4)
-        if len(head) < 4:
-            raise CaptureFileError("the capture file is " + ("cut short" if head else "empty"))
+    with _capture_file(source, name) as (f, head, label):
         if head == _PCAPNG_SHB:
             yield from _PcapNg(f, head, label).packets(start, end)
-        elif head in _PCAP_MAGICS:
-            yield from _Pcap(f, head, label).packets(start, end, None)
         else:
-            raise CaptureFileError(f"not a pcap or pcapng file (starts with {head.hex()})")
-    finally:
-        if owned:
-            f.close()
+            yield from _Pcap(f, head, label).packets(start, end, None)
 
 
 def iter_records(
@@ -176,18 +184,11 @@ def iter_records(
     """:func:`iter_packets`, with each packet record turned into ``make``'s item (see
     :data:`RecordMaker`) instead of a :class:`RawPacket`: for a pcap file read from its block buffer
     without copying the record's data; records ``make`` turns into None are not yielded."""
-    f, label, owned = _open(source)
-    label = name or label
-    try:
-        head = f.read(4)
-        if len(head) < 4:
-            raise CaptureFileError("the capture file is " + ("cut short" if head else "empty"))
+    with _capture_file(source, name) as (f, head, label):
         if head in _PCAP_MAGICS:
             records = _Pcap(f, head, label).packets(start, end, make)
             yield from cast("Iterator[_T | CaptureIssue]", records)  # (make given: no RawPacket)
             return
-        if head != _PCAPNG_SHB:
-            raise CaptureFileError(f"not a pcap or pcapng file (starts with {head.hex()})")
         for p in _PcapNg(f, head, label).packets(start, end):
             if isinstance(p, CaptureIssue):
                 yield p
@@ -195,9 +196,6 @@ def iter_records(
             item = make(p.index, p.offset, p.timestamp, p.linktype, p.data, 0, len(p.data), p.data_offset)
             if item is not None:
                 yield item
-    finally:
-        if owned:
-            f.close()
 
 
 def _skip_to(f: IO[bytes], at: int, target: int) -> int:
