@@ -29,9 +29,10 @@ the partial aggregates.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -218,18 +219,50 @@ def run_job(
             tracker.phase = "writing frames and diagnostics"
             partials = _write(spark, out, spills, found)
             phase("write frames and diagnostics")
+        except BaseException:
+            _remove_spill(out, run)
+            raise
+        # the spill and stash files (about the input's size) are deleted while the driver computes
+        # and writes the small tables
+        removal = _Background(_remove_spill, out, run)
+        try:
+            tracker.phase = "aggregating"
+            tables = aggregate_tables(partials, len(files), input_bytes)
+            for name, rows in tables.items():
+                _write_small(out, name, rows)
         finally:
-            out.remove(f"{SPILL}/{run}")
-            out.remove_if_empty(SPILL)
-        tracker.phase = "aggregating"
-        tables = aggregate_tables(partials, len(files), input_bytes)
-        for name, rows in tables.items():
-            _write_small(out, name, rows)
+            removal.join()
         phase("aggregates")
     totals_row = tables["summary"][0]
     return PipelineResult(
         out.root, files, input_bytes, time.monotonic() - started, totals_row, tables, timings
     )
+
+
+def _remove_spill(out: Output, run: str) -> None:
+    out.remove(f"{SPILL}/{run}")
+    out.remove_if_empty(SPILL)
+
+
+class _Background:
+    """``fn(*args)`` in a thread; :meth:`join` waits for it and raises what it raised."""
+
+    def __init__(self, fn: Callable[..., None], *args: Any) -> None:
+        self._error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                fn(*args)
+            except BaseException as e:  # handed to join()
+                self._error = e
+
+        self._thread = threading.Thread(target=run, name="kcodec-background", daemon=True)
+        self._thread.start()
+
+    def join(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
 
 
 def _write_small(out: Output, name: str, rows: list[dict[str, Any]]) -> None:
