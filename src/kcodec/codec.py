@@ -160,6 +160,19 @@ def decode_at(
     return _run_decoder(fn, message_name, buf, pos)
 
 
+def decoder_at(message_name: str, version: int) -> Callable[[Any, int], tuple[Message, int]]:
+    """``decode_at(message_name, version, data, pos)`` bound to one message and version: the decoding
+    function is resolved once, not per call (what frame readers use, one call per frame)."""
+    fn = _decoder_fn(message_name, version)
+    bytes_only = bytes_input(message_name)
+
+    def read_at(data: Any, pos: int) -> tuple[Message, int]:
+        buf = data if type(data) is bytes else _input(data, bytes_only)
+        return _run_decoder(fn, message_name, buf, pos)
+
+    return read_at
+
+
 def _trailing(
     message_name: str, version: int, end: int, size: int, strict: bool, diagnostics: list[Diagnostic] | None
 ) -> None:

@@ -7,15 +7,14 @@ ApiVersionsResponse always uses response header v0 and ControlledShutdownRequest
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kcodec.codec import (
     Diagnostic,
-    _decoder_fn,
-    _run_decoder,
     as_buffer,
-    bytes_input,
+    decoder_at,
     encode_into,
     message_class,
 )
@@ -135,34 +134,27 @@ def _frame_body(data: Any) -> tuple[memoryview, int]:
     return memoryview(buf)[4 : 4 + size], size
 
 
-# A message's decoder as frames run it: (decoding function, reads bytes only), as ``decode_at``
-# resolves them, looked up once per (message, version)
-_Reader = tuple[Any, bool]
+# A message's decoder as frames run it (``kcodec.codec.decoder_at``), resolved once per (message,
+# version)
+_Reader = Callable[[Any, int], tuple[Message, int]]
 _readers: dict[tuple[str, int], _Reader] = {}
 
 
 def _reader(name: str, version: int) -> _Reader:
-    exact = type(version) is int  # (as _decoder_fn: True == 1 must not share version 1's entry)
+    exact = type(version) is int  # (True == 1 must not share version 1's entry)
     found = _readers.get((name, version)) if exact else None
     if found is None:
-        found = (_decoder_fn(name, version), bytes_input(name))
+        found = decoder_at(name, version)
         if exact:
             _readers[(name, version)] = found
     return found
-
-
-def _read(reader: _Reader, name: str, body: memoryview, pos: int) -> tuple[Message, int]:
-    """``decode_at(name, version, body, pos)`` with the decoder already resolved (``body``: a frame's
-    memoryview, which ``as_buffer`` passes through; a bytes-only decoder reads a copy)."""
-    fn, bytes_only = reader
-    return _run_decoder(fn, name, bytes(body) if bytes_only else body, pos)
 
 
 def _finish(
     name: str, version: int, reader: _Reader, body: memoryview, pos: int, strict: bool,
     diags: list[Diagnostic],
 ) -> Message:
-    obj, end = _read(reader, name, body, pos)
+    obj, end = reader(body, pos)
     if end != len(body):
         reason = f"{len(body) - end} trailing bytes after {name} v{version}"
         if strict:
@@ -197,7 +189,7 @@ def decode_request(data: Any, *, strict: bool = True) -> RequestFrame:
         _request_routes[(key, version)] = route
     name, hv, header_reader, body_reader = route
     try:
-        header, pos = _read(header_reader, "RequestHeader", body, 0)
+        header, pos = header_reader(body, 0)
     except DecodeError as e:
         e.offset += 4
         raise
@@ -225,7 +217,7 @@ def decode_response(data: Any, api_key: int, api_version: int, *, strict: bool =
             _response_routes[(api_key, api_version)] = route
     name, hv, header_reader, body_reader = route
     try:
-        header, pos = _read(header_reader, "ResponseHeader", body, 0)
+        header, pos = header_reader(body, 0)
         diags: list[Diagnostic] = []
         obj = _finish(name, api_version, body_reader, body, pos, strict, diags)
     except TrailingBytesError:
