@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -75,20 +76,39 @@ def test_segment_maker_is_the_general_parse(
     ip: bytes, keep_acks: bool, data_offset: int, before: bytes, after: bytes
 ) -> None:
     """iter_segments' record maker (the common case inline, reading the record inside the reader's
-    block) makes what the general parser makes of the record's own bytes."""
-    from kcodec.capture.segments import _DLT_EN10MB, _Fragment, _general_segment, _Seen, _segment_maker
+    block) makes what the general parser makes of the record's own bytes; the facts maker (the
+    pipeline's, without copying the payload) hands on the same fields, the payload's length in place
+    of its bytes."""
+    from kcodec.capture.segments import (
+        _DLT_EN10MB,
+        Segment,
+        _Fragment,
+        _general_segment,
+        _Seen,
+        _segment_maker,
+        segment_facts_maker,
+    )
 
     ether = b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip
     seen = _Seen()
-    made = _segment_maker("f", keep_acks, seen)(
-        3, 7, 1.5, _DLT_EN10MB, before + ether + after, len(before), len(before) + len(ether), data_offset
-    )
+    buf, start = before + ether + after, len(before)
+    record = (3, 7, 1.5, _DLT_EN10MB, buf, start, start + len(ether), data_offset)
+    made = _segment_maker("f", keep_acks, seen, Segment, True)(*record)
     try:
-        general: object = _general_segment(_DLT_EN10MB, ether, 1.5, "f", 3, 7, data_offset, keep_acks)
+        general: Any = _general_segment(_DLT_EN10MB, ether, 1.5, "f", 3, 7, data_offset, keep_acks)
     except _Fragment:
         general = "fragment"
     assert (made if seen.fragments == 0 else "fragment") == general
     assert seen.last_ts == 1.5
+    facts, fragments = segment_facts_maker("f", lambda *fields: fields, keep_acks)
+    got = facts(*record)
+    issue = fragments()
+    if general == "fragment":
+        assert got is None and issue is not None and issue.length == 1
+    else:
+        assert issue is None
+        want = None if general is None else tuple(getattr(general, f) for f in Segment.__slots__)
+        assert got == (None if want is None else (*want[:7], len(want[7]), *want[8:]))
 
 
 def _segments_by_packets(source: object, keep_acks: bool) -> list[object]:

@@ -4,6 +4,7 @@ split among tasks."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -56,36 +57,89 @@ def test_payloads_are_read_back_by_position(tmp_path: Path) -> None:
         cut.close()
 
 
-def test_scanned_segments_unpack_to_what_the_capture_package_read() -> None:
-    """Stage 1 packs each segment with ``struct``; stage 2 unpacks with NumPy's record dtype: the
-    two layouts must agree field for field."""
+def _odd_capture(tmp_path: Path, pcapng: bool) -> Path:
+    """Packets the common-case parser does not take: a VLAN tag, IP options, an IP fragment, a
+    pure ACK, a non-TCP packet, among plain ones; as pcap or pcapng."""
+    from pcap_build import ACK, PSH, SYN, pcap, tcp_packet
+    from pcap_build import pcapng as to_pcapng
+
+    c, s = ("10.1.0.1", 40000), ("10.1.0.2", 9092)
+    plain = tcp_packet(c, s, 1000, 0, SYN)
+    data = tcp_packet(c, s, 1001, 1, PSH | ACK, b"\x00\x00\x00\x02hi")
+    vlan = data[:12] + b"\x81\x00\x00\x07" + data[12:]
+    total = (len(data) - 14 + 4).to_bytes(2, "big")
+    ip_options = data[:14] + b"\x46" + data[15:16] + total + data[18:34] + b"\x01\x01\x01\x00" + data[34:]
+    fragment = data[:20] + b"\x20\x00" + data[22:]  # more fragments
+    ack = tcp_packet(s, c, 1, 1007, ACK)
+    arp = b"\xff" * 6 + b"\x00" * 6 + b"\x08\x06" + b"\x00" * 28
+    odd = (plain, data, vlan, ip_options, fragment, ack, arp, data)
+    packets = [(1.0 + i / 10, pkt) for i, pkt in enumerate(odd)]
+    path = tmp_path / ("odd.pcapng" if pcapng else "odd.pcap")
+    path.write_bytes(to_pcapng(packets) if pcapng else pcap(packets))
+    return path
+
+
+@pytest.mark.parametrize("which", ["sample", "quirks", "rotated", "cut", "odd-pcap", "odd-pcapng", "split"])
+def test_scanned_segments_unpack_to_what_the_capture_package_read(which: str, tmp_path: Path) -> None:
+    """Stage 1 hands each segment's fields, not a ``Segment``, to its packer (and packs with
+    ``struct``); stage 2 unpacks with NumPy's record dtype: the records must hold exactly what
+    :func:`kcodec.capture.iter_segments` reads, field for field, issues included, whatever the
+    packets (the uncommon ones go the capture package's general way) and wherever a split starts."""
     import numpy as np
 
-    from kcodec.capture import iter_segments
+    from kcodec.capture import CaptureIssue, iter_segments
+    from kcodec.pipeline.scan import ISSUE_KEY_PREFIX
 
-    sample = Path(__file__).parent.parent / "samples" / "sample.pcap"
-    with open(sample, "rb") as f:
+    here = Path(__file__).parent
+    captures = {
+        "sample": here.parent / "samples" / "sample.pcap",
+        "quirks": here / "captures" / "mock_quirks.pcap",
+        "rotated": here / "captures" / "rotated" / "part-02.pcap",
+        "split": here / "captures" / "mock_quirks.pcap",
+    }
+    if which == "cut":
+        path = tmp_path / "cut.pcap"
+        path.write_bytes(captures["sample"].read_bytes()[:-7])
+    elif which.startswith("odd"):
+        path = _odd_capture(tmp_path, which == "odd-pcapng")
+    else:
+        path = captures[which]
+    size = path.stat().st_size
+    ranges = [(0, size // 2), (size // 2, -1)] if which == "split" else [(0, -1)]
+    for start, end in ranges:
         want: dict[str, list[tuple[Any, ...]]] = {}
-        for seg in iter_segments(f, name=str(sample)):
-            row = (
-                int(seg.key.startswith(seg.src + " ")),
-                seg.flags,
-                seg.seq,
-                seg.ack,
-                seg.timestamp,
-                seg.offset,
-                seg.payload_offset,
-                len(seg.payload),
-            )
-            want.setdefault(seg.key, []).append(row)
-    got: dict[str, list[tuple[Any, ...]]] = {}
-    for (key, order, first), packed in scan_split((str(sample), 0, 0, -1, sample.stat().st_size)):
-        assert order == 0 and isinstance(packed, bytes)
-        assert len(packed) % np.dtype(SEGMENT_DTYPE).itemsize == 0
-        rows = list(zip(*unpack(packed), strict=True))
-        assert first == rows[0][5]
-        got.setdefault(key, []).extend(rows)
-    assert got == want and sum(map(len, got.values())) > 10
+        want_issues: list[str] = []
+        with open(path, "rb") as f:
+            for seg in iter_segments(f, name=str(path), start=start, end=None if end < 0 else end):
+                if isinstance(seg, CaptureIssue):
+                    want_issues.append(seg.message)
+                    continue
+                row = (
+                    int(seg.key.startswith(seg.src + " ")),
+                    seg.flags,
+                    seg.seq,
+                    seg.ack,
+                    seg.timestamp,
+                    seg.offset,
+                    seg.payload_offset,
+                    len(seg.payload),
+                )
+                want.setdefault(seg.key, []).append(row)
+        got: dict[str, list[tuple[Any, ...]]] = {}
+        got_issues: list[str] = []
+        for (key, order, first), packed in scan_split((str(path), 0, start, end, size)):
+            assert order == 0
+            if key.startswith(ISSUE_KEY_PREFIX):
+                got_issues.append(json.loads(packed)["message"])
+                continue
+            assert isinstance(packed, bytes) and len(packed) % np.dtype(SEGMENT_DTYPE).itemsize == 0
+            rows = list(zip(*unpack(packed), strict=True))
+            assert first == rows[0][5]
+            got.setdefault(key, []).extend(rows)
+        assert got == want and got_issues == want_issues
+        assert sum(map(len, got.values())) >= (2 if which.startswith("odd") else 10)
+    if which.startswith("odd"):
+        assert any("IP fragments" in m for m in got_issues)  # the fragment was seen, and reported
 
 
 def test_connection_partitions_follow_the_input_size_within_1_to_8_per_core() -> None:

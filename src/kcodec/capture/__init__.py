@@ -23,6 +23,8 @@ Stages (each a module; the records between them are plain, picklable data):
    ``Segment`` (connection ``key``, ``src``/``dst``, ``seq``, ``ack``, ``flags``, ``timestamp``, ``payload``,
    ``file``, ``index``, ``offset``; see ``SEGMENT_SCHEMA``) and the file's issues. A segment is a
    flat row: ``dataclasses.asdict(seg)`` and ``Segment(**row)`` convert both ways.
+   ``segment_facts_maker(file, build)`` hands the same fields to ``build``, with the payload's
+   length instead of a copy of its bytes (for a job that keeps where payloads lie).
 3. **per connection**, sans-I/O (:mod:`~kcodec.capture.connection`): ``ConnectionDecoder(number)``
    takes a connection's segments in capture order (``feed_segment``) or its two byte streams as a
    proxy sees them (``ConnectionDecoder(n, client=..., server=...)`` then
@@ -70,7 +72,14 @@ from kcodec.capture.events import (
 from kcodec.capture.framing import MAX_FRAME_SIZE, Framer, Pairing, RawFrame
 from kcodec.capture.packets import CaptureFileError, RawPacket, iter_packets
 from kcodec.capture.reassembly import HalfStream
-from kcodec.capture.segments import SEGMENT_SCHEMA, Segment, iter_segments, segment_of
+from kcodec.capture.segments import (
+    SEGMENT_SCHEMA,
+    Segment,
+    SegmentBuilder,
+    iter_segments,
+    segment_facts_maker,
+    segment_of,
+)
 from kcodec.capture.stream import CaptureDecoder, decode_segments, iter_capture
 
 __all__ = [
@@ -92,11 +101,13 @@ __all__ = [
     "RawFrame",
     "RawPacket",
     "Segment",
+    "SegmentBuilder",
     "UnmatchedResponseError",
     "decode_segments",
     "error_dict",
     "iter_capture",
     "iter_packets",
     "iter_segments",
+    "segment_facts_maker",
     "segment_of",
 ]

@@ -20,12 +20,23 @@ import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar
 
 from kcodec.capture.events import CaptureIssue
-from kcodec.capture.packets import iter_records
+from kcodec.capture.packets import RecordMaker, iter_records
 
-__all__ = ["SEGMENT_SCHEMA", "Segment", "endpoint", "iter_segments", "segment_of"]
+__all__ = [
+    "SEGMENT_SCHEMA",
+    "Segment",
+    "SegmentBuilder",
+    "connection_names",
+    "endpoint",
+    "iter_segments",
+    "segment_facts_maker",
+    "segment_of",
+]
+
+_T = TypeVar("_T")
 
 TH_FIN, TH_SYN, TH_RST, TH_PUSH, TH_ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 
@@ -75,6 +86,11 @@ SEGMENT_SCHEMA: tuple[tuple[str, str], ...] = (
     ("offset", "long"),
     ("payload_offset", "long"),
 )
+
+#: What :func:`segment_facts_maker`'s maker calls per segment, with :class:`Segment`'s fields in its order
+#: (key, src, dst, seq, ack, flags, timestamp, *payload length*, file, index, offset, payload offset);
+#: what it returns is yielded unless None.
+SegmentBuilder = Callable[[str, str, str, int, int, int, float, int, str, int, int, int], _T | None]
 
 _U16 = struct.Struct(">H")
 # the common case in one read: Ethernet (no VLAN tag), IPv4 without options, TCP: ethertype,
@@ -220,7 +236,7 @@ def _segment(
                 return None
             names = _names.get((saddr, sport, daddr, dport))
             if names is None:
-                names = _named(saddr, sport, daddr, dport)
+                names = connection_names(saddr, sport, daddr, dport)
             return Segment(
                 names[0], names[1], names[2], seq, ack, flags, ts, payload, file, index, offset,
                 data_offset + at if data_offset >= 0 and payload else -1,
@@ -258,11 +274,11 @@ def _general_segment(
     if not payload and not keep_acks and not flags & (TH_SYN | TH_FIN | TH_RST):
         return None
     payload_offset = data_offset + at + hlen if data_offset >= 0 and payload else -1
-    key, src, dst = _named(saddr, sport, daddr, dport)
+    key, src, dst = connection_names(saddr, sport, daddr, dport)
     return Segment(key, src, dst, seq, ack, flags, ts, payload, file, index, offset, payload_offset)
 
 
-def _named(saddr: bytes, sport: int, daddr: bytes, dport: int) -> tuple[str, str, str]:
+def connection_names(saddr: bytes, sport: int, daddr: bytes, dport: int) -> tuple[str, str, str]:
     """(key, src, dst) of a segment's addresses and ports (remembered: a capture has few 4-tuples)."""
     names = _names.get((saddr, sport, daddr, dport))
     if names is None:
@@ -285,18 +301,40 @@ def iter_segments(
     """Every TCP segment of a capture (or of its byte range ``start``..``end``, see
     :func:`~kcodec.capture.packets.iter_packets`) and every problem with the file, in file order.
     ``keep_acks``: also yield segments without data or SYN/FIN/RST."""
+    return _iter(source, Segment, True, start, end, name, keep_acks)
+
+
+def _iter(
+    source: str | Path | IO[bytes],
+    build: Callable[..., _T | None],
+    copy: bool,
+    start: int,
+    end: int | None,
+    name: str | None,
+    keep_acks: bool,
+) -> Iterator[_T | CaptureIssue]:
     if name is None:
         name = str(source) if isinstance(source, str | Path) else str(getattr(source, "name", "<stream>"))
     seen = _Seen()
-    yield from iter_records(source, _segment_maker(name, keep_acks, seen), start=start, end=end, name=name)
-    if seen.fragments:
-        yield CaptureIssue(
-            seen.last_ts,
-            "capture-file",
-            f"{seen.fragments} IP fragments were not reassembled (their TCP data is not decoded)",
-            length=seen.fragments,
-            file=name,
-        )
+    yield from iter_records(
+        source, _segment_maker(name, keep_acks, seen, build, copy), start=start, end=end, name=name
+    )
+    issue = seen.issue(name)
+    if issue is not None:
+        yield issue
+
+
+def segment_facts_maker(
+    file: str, build: SegmentBuilder[_T], keep_acks: bool = False
+) -> tuple[RecordMaker[_T], Callable[[], CaptureIssue | None]]:
+    """A record maker (for :func:`~kcodec.capture.packets.iter_records`) that hands each TCP segment's
+    fields to ``build`` (see :data:`SegmentBuilder`: the payload's *length* stands where
+    :class:`Segment` has its bytes, which are not copied) and returns what ``build`` returns; and
+    what to report once the records are done: the IP fragments seen, as an issue (None if there
+    were none). For a reader that keeps where payloads lie rather than the payloads (a distributed
+    job's first stage): no :class:`Segment` object and no copy of the data per packet."""
+    seen = _Seen()
+    return _segment_maker(file, keep_acks, seen, build, False), lambda: seen.issue(file)
 
 
 class _Seen:
@@ -306,17 +344,31 @@ class _Seen:
         self.fragments = 0
         self.last_ts = 0.0
 
+    def issue(self, file: str) -> CaptureIssue | None:
+        """The fragments seen, as one issue (None if none were)."""
+        if not self.fragments:
+            return None
+        return CaptureIssue(
+            self.last_ts,
+            "capture-file",
+            f"{self.fragments} IP fragments were not reassembled (their TCP data is not decoded)",
+            length=self.fragments,
+            file=file,
+        )
+
 
 def _segment_maker(
-    file: str, keep_acks: bool, seen: _Seen
-) -> Callable[[int, int, float, int, bytes, int, int, int], Segment | None]:
-    """The record maker of :func:`iter_segments`: :func:`_segment` with the common Ethernet/IPv4/TCP
-    case inline (one call per packet), IP fragments counted in ``seen``."""
-    unpack_from, names_get, new = _ETH_IPV4_TCP.unpack_from, _names.get, Segment
+    file: str, keep_acks: bool, seen: _Seen, build: Callable[..., _T | None], copy: bool
+) -> Callable[[int, int, float, int, bytes, int, int, int], _T | None]:
+    """The record maker of :func:`iter_segments` (``build`` the :class:`Segment` class, ``copy``
+    true) and :func:`segment_facts_maker` (``copy`` false: the payload's length is passed instead of
+    its bytes): :func:`_segment` with the common Ethernet/IPv4/TCP case inline (one call per
+    packet), IP fragments counted in ``seen``."""
+    unpack_from, names_get = _ETH_IPV4_TCP.unpack_from, _names.get
 
     def make(
         index: int, offset: int, ts: float, linktype: int, buf: bytes, start: int, stop: int, data_offset: int
-    ) -> Segment | None:
+    ) -> _T | None:
         seen.last_ts = ts
         if linktype == _DLT_EN10MB and stop - start >= _ETH_IPV4_TCP_SIZE:
             etype, vihl, total, frag, proto, saddr, daddr, sport, dport, seq, ack, off, flags = unpack_from(
@@ -330,22 +382,29 @@ def _segment_maker(
                 at = 34 + (off >> 4) * 4
                 if end - 34 < 20:
                     return None
+                payload: bytes | int
                 if at < end:
-                    payload = buf[start + at : start + end]
+                    payload = buf[start + at : start + end] if copy else end - at
                     po = data_offset + at if data_offset >= 0 else -1
                 elif keep_acks or flags & 0x07:  # SYN, FIN, RST
-                    payload, po = b"", -1
+                    payload, po = b"" if copy else 0, -1
                 else:
                     return None
                 names = names_get((saddr, sport, daddr, dport))
                 if names is None:
-                    names = _named(saddr, sport, daddr, dport)
+                    names = connection_names(saddr, sport, daddr, dport)
                 key, src, dst = names
-                return new(key, src, dst, seq, ack, flags, ts, payload, file, index, offset, po)
+                return build(key, src, dst, seq, ack, flags, ts, payload, file, index, offset, po)
         try:
-            return _segment(linktype, buf, start, stop, ts, file, index, offset, data_offset, keep_acks)
+            seg = _segment(linktype, buf, start, stop, ts, file, index, offset, data_offset, keep_acks)
         except _Fragment:
             seen.fragments += 1
             return None
+        if seg is None:
+            return None
+        return build(
+            seg.key, seg.src, seg.dst, seg.seq, seg.ack, seg.flags, seg.timestamp,
+            seg.payload if copy else len(seg.payload), seg.file, seg.index, seg.offset, seg.payload_offset,
+        )  # fmt: skip
 
     return make

@@ -1,10 +1,11 @@
 """Stage 1 on the executors: byte ranges of capture files in, packed TCP segment records out.
 
 Each input is one split of one file (``path``, file order, ``start``, ``end``; ``end`` -1 for "to the
-end of the file", and the file's size). The split is read as a stream by
-:func:`kcodec.capture.iter_segments` (the capture package's packet and segment stages). Its segments
-are grouped by connection key, and each group (at most :data:`CHUNK` segments, in file order) becomes
-one record for stage 2 (kept in a stash file, :mod:`~kcodec.pipeline.stash`):
+end of the file", and the file's size). The split is read as a stream by the capture package's
+packet and segment stages (:func:`kcodec.capture.packets.iter_records` with
+:func:`kcodec.capture.segment_facts_maker`: no ``Segment`` object and no copy of the payload per
+packet). Its segments are grouped by connection key, and each group (at most :data:`CHUNK`
+segments, in file order) becomes one record for stage 2 (kept in a stash file, :mod:`~kcodec.pipeline.stash`):
 ``((key, file order, offset of its first segment), packed)``, where
 ``packed`` holds, per segment, its TCP facts and *where its payload lies* in the file
 (:data:`SEGMENT_DTYPE`: 38 bytes a segment, packed with ``struct``, read back as a NumPy record
@@ -25,7 +26,9 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kcodec.capture import CaptureFileError, CaptureIssue, Segment, iter_segments
+from kcodec.capture import CaptureFileError, CaptureIssue
+from kcodec.capture.packets import iter_records
+from kcodec.capture.segments import segment_facts_maker
 from kcodec.pipeline.sources import open_input
 
 __all__ = [
@@ -73,26 +76,6 @@ def unreadable(path: str, message: str, offset: int | None = None) -> dict[str, 
     }
 
 
-def _split_items(path: str, start: int, end: int | None) -> Iterator[Segment | CaptureIssue | dict[str, Any]]:
-    """The segments and issues of one split; a file that cannot be read gives one issue dict (from
-    its first split only, so that it is reported once)."""
-    try:
-        source = open_input(path)
-    except OSError as e:
-        if start == 0:
-            yield unreadable(path, str(e))
-        return
-    try:
-        yield from iter_segments(source, start=start, end=end, name=path)
-    except CaptureFileError as e:
-        if start == 0:
-            yield unreadable(path, str(e))
-    except OSError as e:
-        yield unreadable(path, f"read error: {e}")
-    finally:
-        source.close()
-
-
 #: :data:`SEGMENT_DTYPE` as a ``struct`` format (NumPy packs a record dtype without padding, too).
 _SEGMENT = struct.Struct("<BBIIdqqi")
 
@@ -109,36 +92,93 @@ def _issue(path: str, order: int, offset: int, issue: dict[str, Any]) -> Record:
     return (ISSUE_KEY_PREFIX + path, order, offset), json.dumps(issue, ensure_ascii=False)
 
 
+class _Packer:
+    """Stage 1's segment builder (:data:`~kcodec.capture.SegmentBuilder`, called by the capture
+    package's maker per segment): packs each segment into its connection key's group and returns
+    the group's record once it holds :data:`CHUNK` segments (None otherwise, so that nothing is
+    yielded per packet)."""
+
+    __slots__ = ("forward", "groups", "order")
+
+    def __init__(self, order: int) -> None:
+        self.order = order
+        self.groups: dict[str, tuple[int, bytearray]] = {}  # key -> (first offset, packed segments)
+        self.forward: dict[tuple[str, str], bool] = {}  # (key, src) -> src is the key's first endpoint
+
+    def __call__(
+        self,
+        key: str,
+        src: str,
+        _dst: str,
+        seq: int,
+        ack: int,
+        flags: int,
+        timestamp: float,
+        length: int,
+        _file: str,
+        _index: int,
+        offset: int,
+        payload_offset: int,
+    ) -> Record | None:
+        group = self.groups.get(key)
+        if group is None:
+            group = self.groups[key] = (offset, bytearray())
+        forward = self.forward.get((key, src))
+        if forward is None:
+            forward = self.forward[(key, src)] = key.startswith(src) and key[len(src)] == " "
+        packed = group[1]
+        packed += _pack(forward, flags, seq, ack, timestamp, offset, payload_offset, length)
+        if len(packed) >= _FULL:
+            del self.groups[key]
+            return (key, self.order, group[0]), bytes(packed)
+        return None
+
+    def rest(self) -> Iterator[Record]:
+        """The groups not yet full, as records."""
+        for key, (first, packed) in self.groups.items():
+            yield (key, self.order, first), bytes(packed)
+        self.groups.clear()
+
+
+_pack = _SEGMENT.pack
+_FULL = CHUNK * _SEGMENT.size
+
+
+def _split_items(path: str, start: int, end: int | None, packer: _Packer) -> Iterator[Any]:
+    """The split's full records and issues; a file that cannot be read gives
+    one issue dict (from its first split only, so that it is reported once)."""
+    try:
+        source = open_input(path)
+    except OSError as e:
+        if start == 0:
+            yield unreadable(path, str(e))
+        return
+    make, fragments = segment_facts_maker(path, packer)
+    try:
+        yield from iter_records(source, make, start=start, end=end, name=path)
+        issue = fragments()
+        if issue is not None:
+            yield issue
+    except CaptureFileError as e:
+        if start == 0:
+            yield unreadable(path, str(e))
+    except OSError as e:
+        yield unreadable(path, f"read error: {e}")
+    finally:
+        source.close()
+
+
 def scan_split(split: Split, done: Done | None = None) -> Iterator[Record]:
     """Stage 1 for one split: its records (see the module docstring)."""
     path, order, start, end, size = split
-    groups: dict[str, tuple[int, bytearray]] = {}  # key -> (first offset, packed segments)
-    pack, full = _SEGMENT.pack, CHUNK * _SEGMENT.size
-    for item in _split_items(path, start, None if end < 0 else end):
-        if isinstance(item, Segment):
-            key = item.key
-            group = groups.get(key)
-            if group is None:
-                group = groups[key] = (item.offset, bytearray())
-            packed = group[1]
-            packed += pack(
-                key.startswith(item.src) and key[len(item.src)] == " ",
-                item.flags,
-                item.seq,
-                item.ack,
-                item.timestamp,
-                item.offset,
-                item.payload_offset,
-                len(item.payload),
-            )
-            if len(packed) >= full:
-                yield (key, order, group[0]), bytes(packed)
-                del groups[key]
+    packer = _Packer(order)
+    for item in _split_items(path, start, None if end < 0 else end, packer):
+        if isinstance(item, tuple):
+            yield item
         elif isinstance(item, CaptureIssue):
             yield _issue(path, order, item.file_offset or 0, item.to_dict())
         else:
             yield _issue(path, order, item.get("file_offset") or 0, item)
-    for key, (first, packed) in groups.items():
-        yield (key, order, first), bytes(packed)
+    yield from packer.rest()
     if done is not None:
         done(order, (end if end >= 0 else size) - start)
