@@ -349,6 +349,48 @@ def test_stage_one_records_are_weighed_by_payload_bytes_and_segments(tmp_path: P
     assert key_weights(records) == {"a b": 250 + 4 * SEGMENT_WEIGHT, "\x00file x": 1}
 
 
+class _CountingOutput:
+    """An :class:`~kcodec.pipeline.outputs.Output` whose files count their ``read_at`` calls."""
+
+    def __init__(self, root: str) -> None:
+        from kcodec.pipeline.outputs import Output
+
+        self.output = Output(root)
+        self.root = root
+        self.reads = [0]
+
+    def open_input(self, path: str) -> Any:
+        f, reads = self.output.open_input(path), self.reads
+
+        class Counted:
+            def read_at(self, n: int, at: int) -> Any:
+                reads[0] += 1
+                return f.read_at(n, at)
+
+            def close(self) -> None:
+                f.close()
+
+        return Counted()
+
+
+def test_remote_stash_reads_are_planned_into_few_requests() -> None:
+    """Records of one stash file go in one request while they lie within MAX_SKIP of each other
+    and the request stays under MAX_READ; other files' records apart."""
+    from kcodec.pipeline.stash import MAX_READ, MAX_SKIP, _plan_spans
+
+    def ref(path: str, at: int, length: int) -> Any:
+        return (("k", 0, at), path, at, length, False, 1)
+
+    refs = [ref("a", 0, 10), ref("b", 5, 5), ref("a", 10, 10), ref("a", 20 + MAX_SKIP + 1, 10)]
+    refs += [ref("c", 0, MAX_READ - 1), ref("c", MAX_READ - 1, 2)]
+    spans = _plan_spans(refs)
+    assert spans[0] == spans[2] == (spans[0][0], 0, 20, 2)  # a's first two, read together
+    assert spans[3][1:] == (20 + MAX_SKIP + 1, 10, 1)  # too far: a request of its own
+    assert spans[1][1:] == (5, 5, 1)
+    assert spans[4][1:] == (0, MAX_READ - 1, 1) and spans[5][1:] == (MAX_READ - 1, 2, 1)  # size cap
+    assert len({s[0] for s in spans.values()}) == 5
+
+
 def test_stashed_records_read_back_equal_the_scan_and_weigh_the_same(tmp_path: Path) -> None:
     from kcodec.pipeline.outputs import Output
     from kcodec.pipeline.stash import read_stashed, stash_task, weigh
@@ -364,8 +406,13 @@ def test_stashed_records_read_back_equal_the_scan_and_weigh_the_same(tmp_path: P
         assert [ref[0] for ref in refs] == [head for head, _ in want]
         assert list(read_stashed(refs, out)) == want
         assert weigh(refs) == key_weights(want)
-        # a stage-2 task reads any subset, in any order
+        # a stage-2 task reads any subset, in any order; on a remote file system (coalesce) its
+        # records come in few requests, the same records
         picked = refs[::-2]
         assert list(read_stashed(picked, out)) == [want[refs.index(ref)] for ref in picked]
+        counting = _CountingOutput(out.root)
+        coalesced = list(read_stashed(picked, counting, coalesce=True))  # type: ignore[arg-type]
+        assert coalesced == [want[refs.index(ref)] for ref in picked]
+        assert counting.reads[0] == 1 < len(picked)  # the sample's stash is small: one request
         issues = [value for _, value in want if isinstance(value, str)]
         assert bool(issues) == (path == damaged)  # the cut file's issue travels as a record too

@@ -7,7 +7,9 @@ segment positions, or a file issue's JSON) one after the other into one *stash* 
 its bytes lie in the file and its weight). The driver weighs the connection keys from the indexes,
 deals them into partitions of about equal weight (:mod:`~kcodec.pipeline.balance`) and hands each
 stage-2 task the references of its records, sorted as the shuffle sorted them (by connection key,
-file order, first offset); the task reads them back with :func:`read_stashed`.
+file order, first offset); the task reads them back with :func:`read_stashed` (from a local file's
+memory mapping; on a remote file system, the records it needs from one stash file in a few
+requests rather than one each).
 
 The shuffle this replaces cost a Spark stage of its own between the two (one small Python task
 per split reading the kept records back, keying and pickling them again for the JVM's shuffle
@@ -25,8 +27,9 @@ from typing import Any
 from kcodec.pipeline.balance import SEGMENT_WEIGHT
 from kcodec.pipeline.outputs import SPILL, Output
 from kcodec.pipeline.scan import SEGMENT_DTYPE, Done, Record, Split, scan_split
+from kcodec.pipeline.sources import local_path
 
-__all__ = ["Ref", "Stashed", "read_stashed", "stash_task", "weigh"]
+__all__ = ["MAX_READ", "MAX_SKIP", "Ref", "Stashed", "read_stashed", "stash_task", "weigh"]
 
 #: One stashed record: ((key, file order, first offset), stash file, offset, length, is an issue,
 #: weight).
@@ -82,16 +85,74 @@ def weigh(refs: Iterable[Ref]) -> dict[str, int]:
     return weights
 
 
-def read_stashed(refs: Iterable[Ref], output: Output) -> Iterator[Record]:
-    """The records ``refs`` point to, in their order (read from the stash files; locally memory-mapped)."""
+#: Stash bytes read in one request at most, when a remote stash file's records are read together.
+MAX_READ = 16 << 20
+#: Records further apart than this in a remote stash file are read in separate requests.
+MAX_SKIP = 1 << 20
+
+
+def read_stashed(refs: Iterable[Ref], output: Output, coalesce: bool | None = None) -> Iterator[Record]:
+    """The records ``refs`` point to, in their order. A local stash file is memory-mapped and each
+    record read from the mapping; on a remote file system (``coalesce``; default: the output is not
+    local) the records a task needs from one stash file are read in few requests: the refs are
+    planned first, and each request covers neighbouring records of one file (at most
+    :data:`MAX_SKIP` bytes between them, :data:`MAX_READ` bytes in all), instead of one ranged read
+    per record (an object store's request costs tens of milliseconds). A request's bytes are dropped
+    once its last record has been handed on."""
+    refs = list(refs)
+    if coalesce is None:
+        coalesce = local_path(output.root) is None
+    spans = _plan_spans(refs) if coalesce else {}
     files: dict[str, Any] = {}
+    held: dict[int, tuple[bytes, int]] = {}  # span number -> (its bytes, records still to hand on)
     try:
-        for head, path, at, length, issue, _weight in refs:
+        for i, (head, path, at, length, issue, _weight) in enumerate(refs):
             f = files.get(path)
             if f is None:
                 f = files[path] = output.open_input(path)
-            data = f.read_at(length, at)
+            span = spans.get(i)
+            if span is None:
+                data = f.read_at(length, at)
+            else:
+                number, start, size, count = span
+                have = held.get(number)
+                if have is None:
+                    have = held[number] = (f.read_at(size, start), count)
+                block, left = have
+                data = block[at - start : at - start + length]
+                if left == 1:
+                    del held[number]
+                else:
+                    held[number] = (block, left - 1)
             yield head, data.decode() if issue else data
     finally:
         for f in files.values():
             f.close()
+
+
+def _plan_spans(refs: list[Ref]) -> dict[int, tuple[int, int, int, int]]:
+    """For each ref (by index): (span number, span start, span size, records in the span), where a
+    span is a run of the refs' records in one stash file, by offset, read in one request."""
+    by_file: dict[str, list[int]] = {}
+    for i, ref in enumerate(refs):
+        by_file.setdefault(ref[1], []).append(i)
+    spans: dict[int, tuple[int, int, int, int]] = {}
+    number = 0
+    for indexes in by_file.values():
+        indexes.sort(key=lambda i: refs[i][2])
+        group: list[int] = []
+        start = end = 0
+        for i in [*indexes, -1]:
+            at, length = (refs[i][2], refs[i][3]) if i >= 0 else (0, 0)
+            if group and (i < 0 or at - end > MAX_SKIP or max(end, at + length) - start > MAX_READ):
+                for j in group:
+                    spans[j] = (number, start, end - start, len(group))
+                number += 1
+                group = []
+            if i < 0:
+                break
+            if not group:
+                start = end = at
+            group.append(i)
+            end = max(end, at + length)
+    return spans
