@@ -27,6 +27,7 @@ from typing import Any
 from kcodec.pipeline.decode import event_arrow_schema
 from kcodec.pipeline.memory import fewer_collections
 from kcodec.pipeline.outputs import Output
+from kcodec.pipeline.partials import FRAME_COLUMNS as PARTIAL_COLUMNS
 from kcodec.pipeline.partials import Partials
 from kcodec.pipeline.spill import read_spill
 
@@ -81,28 +82,6 @@ DIAGNOSTIC_COLUMNS = (
     "api_name",
     "api_version",
     "correlation_id",
-)
-#: Columns the partial aggregates read (as Python values).
-_AGG_COLUMNS = (
-    "time",
-    "connection",
-    "client",
-    "server",
-    "direction",
-    "stream_offset",
-    "size",
-    "api_key",
-    "api_name",
-    "api_version",
-    "correlation_id",
-    "latency",
-    "error",
-    "diagnostics",
-    "client_id",
-    "client_software_name",
-    "client_software_version",
-    "partitions",
-    "errors",
 )
 
 
@@ -300,8 +279,7 @@ class _Task:
             kinds, files = issues.column("issue_kind").to_pylist(), issues.column("file").to_pylist()
             for kind, file in zip(kinds, files, strict=True):
                 self.partials.issue(kind, file)
-            for row in table.select(list(_AGG_COLUMNS)).to_pylist():
-                self.partials.frame(row, self.pending)
+            self.partials.frames({c: table.column(c).to_pylist() for c in PARTIAL_COLUMNS}, self.pending)
             yield from table.to_batches()
 
 
@@ -344,4 +322,3 @@ def write_task(
     if task.diagnostics:
         output.write_file(pa.concat_tables(task.diagnostics), "diagnostics", f"{name}.parquet")
     yield task.partials
-
