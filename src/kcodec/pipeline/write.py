@@ -21,7 +21,7 @@ into Python strings.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from kcodec.pipeline.decode import event_arrow_schema
@@ -85,8 +85,53 @@ DIAGNOSTIC_COLUMNS = (
 )
 
 
+def _relabel(labels: Any, rename: Callable[[Any], Any]) -> Any | None:
+    """``labels`` (a string array) with each distinct value ``v`` replaced by ``rename(v)``, computed
+    once per distinct value; None when no value changes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    distinct = pc.unique(labels)
+    before = distinct.to_pylist()
+    after = [rename(v) for v in before]
+    if after == before:
+        return None
+    return pa.array(after, labels.type).take(pc.index_in(labels, distinct))
+
+
+def _relist(lists: Any, rename: Callable[[Any], Any], field: str | None) -> Any:
+    """A list column (of strings, or of structs whose ``field`` holds the labels) with its labels
+    renamed, rebuilt around the same offsets and validity; the column itself when nothing changes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    offsets = lists.offsets  # of this (possibly sliced) array: length + 1
+    start = offsets[0].as_py()
+    values = lists.values.slice(start, offsets[-1].as_py() - start)
+    if field is None:
+        renamed = _relabel(values, rename)
+        if renamed is None:
+            return lists
+    else:
+        children = values.flatten()
+        index = values.type.get_field_index(field)
+        child = _relabel(children[index], rename)
+        if child is None:
+            return lists
+        children[index] = child
+        fields = [values.type.field(i) for i in range(values.type.num_fields)]
+        mask = values.is_null() if values.null_count else None
+        renamed = pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    if start:
+        offsets = pc.subtract(offsets, start)
+    mask = lists.is_null() if lists.null_count else None
+    return pa.ListArray.from_arrays(offsets, renamed, type=lists.type, mask=mask)
+
+
 class _Names:
-    """Topic ids -> names, applied to a frame's topic columns (as Python values)."""
+    """Topic ids -> names, applied to a frames batch's topic columns. The labels are renamed on the
+    Arrow arrays, once per distinct label of a batch, and a column none of whose labels is an id
+    of the directory is passed on as it is (no conversion to Python values and back)."""
 
     def __init__(self, directory: Mapping[str, str]) -> None:
         self.directory = directory
@@ -94,37 +139,42 @@ class _Names:
     def name(self, label: str | None) -> str | None:
         return self.directory.get(label, label) if label is not None else None
 
-    def where(self, where: str) -> str:
+    def where(self, where: str | None) -> str | None:
+        if where is None:
+            return None
         topic, sep, rest = where.partition("/")
         return (self.directory.get(topic, topic) or "") + sep + rest
 
-    def columns(self, batch: Any) -> dict[str, list[Any]]:
+    def columns(self, batch: Any) -> dict[str, Any]:
         """The renamed ``topics``, ``partitions``, ``errors``, ``error_codes`` and ``topic_names``."""
+        import pyarrow as pa
+
         get = self.directory.get
-        topics = [[self.name(t) for t in ts] for ts in batch.column("topics").to_pylist()]
-        partitions = batch.column("partitions").to_pylist()
-        for ps in partitions:
-            for p in ps:
-                p["topic"] = self.name(p["topic"])
-        errors = batch.column("errors").to_pylist()
-        for es in errors:
-            for e in es:
-                e["topic"] = self.name(e["topic"])
-        codes = batch.column("error_codes").to_pylist()
-        for cs in codes:
-            for c in cs:
-                c["where"] = self.where(c["where"])
-        names: list[Any] = []
-        for ids in batch.column("topic_ids").to_pylist():
-            found = [(i, get(i)) for i in ids if get(i) is not None]
-            names.append(found or None)
-        return {
-            "topics": topics,
-            "partitions": partitions,
-            "errors": errors,
-            "error_codes": codes,
-            "topic_names": names,
+        out = {
+            "topics": _relist(batch.column("topics"), self.name, None),
+            "partitions": _relist(batch.column("partitions"), self.name, "topic"),
+            "errors": _relist(batch.column("errors"), self.name, "topic"),
+            "error_codes": _relist(batch.column("error_codes"), self.where, "where"),
         }
+        kind = pa.map_(pa.string(), pa.string())
+        ids = batch.column("topic_ids")
+        if not any(get(i) is not None for i in _distinct_values(ids)):
+            out["topic_names"] = pa.nulls(batch.num_rows, kind)
+            return out
+        names: list[Any] = []
+        for row in ids.to_pylist():
+            found = [(i, get(i)) for i in row if get(i) is not None]
+            names.append(found or None)
+        out["topic_names"] = pa.array(names, type=kind)
+        return out
+
+
+def _distinct_values(lists: Any) -> list[Any]:
+    """The distinct values of a list column's lists."""
+    import pyarrow.compute as pc
+
+    values: list[Any] = pc.unique(pc.list_flatten(lists)).to_pylist()
+    return values
 
 
 def _frames(batch: Any, connection: Any, names: _Names | None) -> Any:
@@ -133,13 +183,10 @@ def _frames(batch: Any, connection: Any, names: _Names | None) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    schema = batch.schema
     columns: dict[str, Any] = {c: batch.column(c) for c in FRAME_COLUMNS if c != "connection"}
     columns["connection"] = connection
     if names is not None:
-        for column, values in names.columns(batch).items():
-            kind = pa.map_(pa.string(), pa.string()) if column == "topic_names" else schema.field(column).type
-            columns[column] = pa.array(values, type=kind)
+        columns.update(names.columns(batch))
     else:
         for column in ("topics", "partitions", "errors", "error_codes"):
             columns[column] = batch.column(column)
