@@ -395,38 +395,13 @@ def _arrow_type(spark_type: str) -> Any:
     return pa.list_(pa.struct([(n, simple[t]) for n, t in fields]))
 
 
-def _struct_lists(values: Sequence[list[tuple[Any, ...]] | None], kind: Any) -> Any:
-    """A list-of-struct column from each row's entries as tuples (None: a null list), built from one
-    child array per field and the lists' offsets: no dict per entry, no per-value type inference."""
-    import pyarrow as pa
-
-    offsets = [0]
-    nulls: list[bool] = []
-    end = 0
-    for entries in values:
-        nulls.append(entries is None)
-        if entries:
-            end += len(entries)
-        offsets.append(end)
-    struct = kind.value_type
-    fields = [struct.field(i) for i in range(struct.num_fields)]
-    flat = [e for es in values if es for e in es]
-    children = list(zip(*flat, strict=True)) if flat else [() for _ in fields]
-    items = pa.StructArray.from_arrays(
-        [pa.array(c, type=f.type) for c, f in zip(children, fields, strict=True)], fields=fields
-    )
-    mask = pa.array(nulls, pa.bool_()) if any(nulls) else None
-    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), items, type=kind, mask=mask)
-
-
 def _arrow_column(values: Sequence[Any], name: str, kind: Any) -> Any:
-    """One column of a batch from its Python values (``header``/``body``: UTF-8 bytes)."""
+    """One column of a batch from its Python values (``header``/``body``: UTF-8 bytes; struct
+    entries: tuples in the fields' order, which pyarrow converts faster than dicts)."""
     import pyarrow as pa
 
     if name in _BYTES_COLUMNS:
         return pa.array(values, type=pa.binary()).view(kind)
-    if pa.types.is_list(kind) and pa.types.is_struct(kind.value_type):
-        return _struct_lists(values, kind)
     return pa.array(values, type=kind)
 
 
@@ -467,7 +442,7 @@ def decode_records(
                 state.start(key)
             a, _, b = key.partition(" ")
             forward, flags, seqs, acks, times, offsets, at, lengths = unpack(value)
-            payloads = reader.read_run([order] * len(at), at, lengths)
+            payloads = reader.read_file(order, at, lengths)
             for fw, fl, seq, ack, ts, offset, payload in zip(
                 forward, flags, seqs, acks, times, offsets, payloads, strict=True
             ):

@@ -15,8 +15,9 @@ filters on): topics, partitions with error codes and leader epochs, every non-ze
 
 The struct entries are tuples in the order of their fields (:data:`partition_struct_fields`,
 :data:`error_struct_fields`, :data:`code_struct_fields`, :data:`pair_struct_fields`), not dicts:
-stage 2 builds the Arrow struct arrays from one child array per field
-(:mod:`~kcodec.pipeline.decode`), which costs far less than converting dicts.
+cheaper to make, and pyarrow converts a list of tuples to a struct array faster than dicts (a
+batch's ``partitions``: 0.56 ms instead of 1.5 ms; building the struct array from one child array
+per field instead cost 0.93 ms).
 """
 
 from __future__ import annotations
