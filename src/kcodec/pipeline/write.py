@@ -319,7 +319,8 @@ class _Task:
         self.names = _Names(directory) if directory else None
         self.partials = Partials(width)
         self.pending: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
-        self.diagnostics: list[Any] = []
+        self.diagnostics: list[Any] = []  # the batches' diagnostics rows (none: no table)
+        self.batches = 0
 
     def frames(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow.compute as pc
@@ -335,7 +336,10 @@ class _Task:
                 frames, issues = batch.filter(is_frame), batch.filter(is_issue)
                 frame_conn, issue_conn = conn.filter(is_frame), conn.filter(is_issue)
             table = _frames(frames, frame_conn, self.names)
-            self.diagnostics.append(_diagnostics(issues, issue_conn, frames, frame_conn))
+            self.batches += 1
+            flagged = pc.greater(pc.list_value_length(frames.column("diagnostics")), 0)
+            if issues.num_rows or pc.any(flagged).as_py():  # most batches have no diagnostics rows
+                self.diagnostics.append(_diagnostics(issues, issue_conn, frames, frame_conn))
             kinds, files = issues.column("issue_kind").to_pylist(), issues.column("file").to_pylist()
             for kind, file in zip(kinds, files, strict=True):
                 self.partials.issue(kind, file)
@@ -379,6 +383,7 @@ def write_task(
     with fewer_collections():
         options = _frames_options()
         output.write_partitioned(batches(), frame_schema(), "frames", ["date", "api"], name, options)
-    if task.diagnostics:
-        output.write_file(pa.concat_tables(task.diagnostics), "diagnostics", f"{name}.parquet")
+    if task.batches:  # a diagnostics file, even without rows
+        rows = pa.concat_tables(task.diagnostics) if task.diagnostics else diagnostics_schema().empty_table()
+        output.write_file(rows, "diagnostics", f"{name}.parquet")
     yield task.partials
