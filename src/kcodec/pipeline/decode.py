@@ -158,6 +158,18 @@ class Found:
         return {topic_id: name for topic_id, (_, name) in self.names.items()}
 
 
+def _json_objects(ev: CapturedFrame) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """A frame's header and body as Kafka JSON objects, as ``ev.to_dict()`` gives them."""
+    header: dict[str, Any] | None = None
+    if ev.header is not None and ev.header_version is not None:
+        header = to_json(ev.header, ev.header_version)
+    if ev.partial is not None:
+        return header, ev.partial.to_json()
+    if ev.body is None or ev.api_version is None:
+        return header, None
+    return header, to_json(ev.body, ev.api_version)
+
+
 class _Conn:
     """What one connection has said about its client so far (for the rows of later frames)."""
 
@@ -263,14 +275,7 @@ class _Decoder:
     def frame(self, ev: CapturedFrame) -> None:
         """The frame's row: the values of ``ev.to_dict()`` (``decode-capture --json``'s object), read
         from the frame's attributes without building that dict."""
-        header: dict[str, Any] | None = None
-        if ev.header is not None and ev.header_version is not None:
-            header = to_json(ev.header, ev.header_version)
-        body: dict[str, Any] | None
-        if ev.partial is not None:
-            body = ev.partial.to_json()
-        else:
-            body = None if ev.body is None or ev.api_version is None else to_json(ev.body, ev.api_version)
+        header, body = _json_objects(ev)
         conn = self.conns.get(ev.connection)
         api_key, direction = ev.api_key, ev.direction
         client_id = None
