@@ -48,12 +48,17 @@ def test_payloads_are_read_back_by_position(tmp_path: Path) -> None:
     mapped = PayloadReader(paths)  # local files are memory-mapped: one run per stretch of a file
     assert mapped.read_run(*(list(col) for col in zip(*wanted, strict=True))) == expected
     assert mapped.reads == 4  # (0: rows 0-3), (1: row 4), (1: rows 6-7), (0: row 8)
+    in_file0 = [(at, n) for f, at, n in wanted if f == 0]  # read_file: the rows of one file
+    want0 = [b"" if at < 0 else blobs[0][at : at + n] for at, n in in_file0]
+    for r in (reader, mapped):
+        assert r.read_file(0, *(list(col) for col in zip(*in_file0, strict=True))) == want0
     reader.close()
     mapped.close()
     (tmp_path / "f1").write_bytes(blobs[1][:40])  # cut short since it was scanned: short payloads
     for map_local in (False, True):
         cut = PayloadReader(paths, map_local)
         assert cut.read_run([1, 1], [30, 45], [20, 5]) == [blobs[1][30:40], b""]
+        assert cut.read_file(1, [30, 45], [20, 5]) == [blobs[1][30:40], b""]
         cut.close()
 
 

@@ -23,8 +23,15 @@ from typing import Any
 
 import orjson
 
-from kcodec.capture import CaptureDecoder, CapturedFrame, CaptureEvent, CaptureIssue, Segment
-from kcodec.pipeline.flatten import flatten, partition_struct_fields
+from kcodec.capture import CaptureDecoder, CapturedFrame, CaptureEvent, CaptureIssue, Segment, error_dict
+from kcodec.jsonconv import to_json
+from kcodec.pipeline.flatten import (
+    code_struct_fields,
+    error_struct_fields,
+    flatten,
+    pair_struct_fields,
+    partition_struct_fields,
+)
 from kcodec.pipeline.payloads import PayloadReader
 from kcodec.pipeline.scan import Record, unpack
 
@@ -41,10 +48,15 @@ __all__ = [
 
 _API_VERSIONS_KEY = 18
 
-PARTITION_STRUCT = "struct<" + ",".join(f"{n}:{t}" for n, t in partition_struct_fields) + ">"
-ERROR_STRUCT = "struct<topic:string,partition:int,error_code:int,error_name:string>"
-CODE_STRUCT = "struct<code:int,name:string,where:string>"
-PAIR_STRUCT = "struct<id:string,name:string>"
+
+def _struct(fields: tuple[tuple[str, str], ...]) -> str:
+    return "struct<" + ",".join(f"{n}:{t}" for n, t in fields) + ">"
+
+
+PARTITION_STRUCT = _struct(partition_struct_fields)
+ERROR_STRUCT = _struct(error_struct_fields)
+CODE_STRUCT = _struct(code_struct_fields)
+PAIR_STRUCT = _struct(pair_struct_fields)
 
 #: (column, Spark type) of a stage-2 row. ``kind`` is ``frame`` or ``issue``.
 EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -144,6 +156,18 @@ class Found:
     def directory(self) -> dict[str, str]:
         """Topic id -> name (the first name stated for it)."""
         return {topic_id: name for topic_id, (_, name) in self.names.items()}
+
+
+def _json_objects(ev: CapturedFrame) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """A frame's header and body as Kafka JSON objects, as ``ev.to_dict()`` gives them."""
+    header: dict[str, Any] | None = None
+    if ev.header is not None and ev.header_version is not None:
+        header = to_json(ev.header, ev.header_version)
+    if ev.partial is not None:
+        return header, ev.partial.to_json()
+    if ev.body is None or ev.api_version is None:
+        return header, None
+    return header, to_json(ev.body, ev.api_version)
 
 
 class _Conn:
@@ -249,61 +273,62 @@ class _Decoder:
         return {"key": self.key, "local": number, "first_order": conn.first[0], "first_offset": conn.first[1]}
 
     def frame(self, ev: CapturedFrame) -> None:
-        d = ev.to_dict()
+        """The frame's row: the values of ``ev.to_dict()`` (``decode-capture --json``'s object), read
+        from the frame's attributes without building that dict."""
+        header, body = _json_objects(ev)
         conn = self.conns.get(ev.connection)
-        header, body = d["header"], d["body"]
+        api_key, direction = ev.api_key, ev.direction
         client_id = None
         software: tuple[str | None, str | None] = (None, None)
+        local: int | None = None
+        first_order: int | None = None
+        first_offset: int | None = None
         if conn is not None:
-            if ev.direction == "request" and header is not None and "clientId" in header:
+            if direction == "request" and header is not None and "clientId" in header:
                 conn.client_id = header["clientId"]
-            if ev.direction == "request" and ev.api_key == _API_VERSIONS_KEY and body:
+            if direction == "request" and api_key == _API_VERSIONS_KEY and body:
                 name = body.get("clientSoftwareName")
                 if name:
                     conn.software = (name, body.get("clientSoftwareVersion"))
             client_id, software = conn.client_id, conn.software
-        flat = flatten(ev.body, ev.api_key, ev.api_version, ev.direction)
+            local, (first_order, first_offset) = ev.connection, conn.first
+        flat = flatten(ev.body, api_key, ev.api_version, direction)
         found, t = self.found, ev.timestamp
         found.frames += 1
         if found.first_time is None or t < found.first_time:
             found.first_time = t
         if found.last_time is None or t > found.last_time:
             found.last_time = t
-        for pair in flat.topic_pairs:
-            have = found.names.get(pair["id"])
+        for topic_id, topic in flat.topic_pairs:
+            have = found.names.get(topic_id)
             if have is None or t < have[0]:
-                found.names[pair["id"]] = (t, pair["name"])
+                found.names[topic_id] = (t, topic)
         header_text, body_text = _json(header), _json(body)
-        local: int | None = None
-        first_order: int | None = None
-        first_offset: int | None = None
-        if conn is not None:
-            local, (first_order, first_offset) = ev.connection, conn.first
-        t = d["time"]
+        api_name = ev.api_name
         self.append(
-            (d["api_name"], t // _DAY),
+            (api_name, t // _DAY),
             (  # in EVENT_COLUMNS order (the issue columns at the end are null)
                 "frame",
                 self.key,
                 local,
                 first_order,
                 first_offset,
-                d["time"],
-                d["client"],
-                d["server"],
-                d["direction"],
-                d["stream_offset"],
-                d["size"],
-                d["api_key"],
-                d["api_name"],
-                d["api_version"],
-                d["correlation_id"],
-                d.get("latency"),
+                t,
+                ev.client,
+                ev.server,
+                direction,
+                ev.stream_offset,
+                ev.size,
+                api_key,
+                api_name,
+                ev.api_version,
+                ev.correlation_id,
+                ev.latency,
                 header_text,
                 body_text,
-                d["partial"],
-                _dumps(d["error"]),
-                d["diagnostics"],
+                ev.partial is not None,
+                None if ev.error is None else _dumps(error_dict(ev.error)),
+                list(ev.diagnostics),
                 client_id,
                 software[0],
                 software[1],
@@ -375,6 +400,16 @@ def _arrow_type(spark_type: str) -> Any:
     return pa.list_(pa.struct([(n, simple[t]) for n, t in fields]))
 
 
+def _arrow_column(values: Sequence[Any], name: str, kind: Any) -> Any:
+    """One column of a batch from its Python values (``header``/``body``: UTF-8 bytes; struct
+    entries: tuples in the fields' order, which pyarrow converts faster than dicts)."""
+    import pyarrow as pa
+
+    if name in _BYTES_COLUMNS:
+        return pa.array(values, type=pa.binary()).view(kind)
+    return pa.array(values, type=kind)
+
+
 def event_arrow_schema() -> Any:
     import pyarrow as pa
 
@@ -399,12 +434,7 @@ def decode_records(
 
     def flush(group: tuple[Any, ...]) -> Any:
         rows = state.take(group)
-        arrays = [
-            pa.array(col, type=pa.binary()).view(f.type)
-            if f.name in _BYTES_COLUMNS
-            else pa.array(col, type=f.type)
-            for col, f in zip(rows.columns(), schema, strict=True)
-        ]
+        arrays = [_arrow_column(col, f.name, f.type) for col, f in zip(rows.columns(), schema, strict=True)]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     try:
@@ -417,7 +447,7 @@ def decode_records(
                 state.start(key)
             a, _, b = key.partition(" ")
             forward, flags, seqs, acks, times, offsets, at, lengths = unpack(value)
-            payloads = reader.read_run([order] * len(at), at, lengths)
+            payloads = reader.read_file(order, at, lengths)
             for fw, fl, seq, ack, ts, offset, payload in zip(
                 forward, flags, seqs, acks, times, offsets, payloads, strict=True
             ):

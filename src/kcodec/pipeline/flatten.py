@@ -12,6 +12,12 @@ filters on): topics, partitions with error codes and leader epochs, every non-ze
   topic and partition.
 - ``topic_pairs`` (topic id -> name pairs the frame states) and ``topic_ids`` (ids it names without a
   name) let the job resolve ids to names across the whole input.
+
+The struct entries are tuples in the order of their fields (:data:`partition_struct_fields`,
+:data:`error_struct_fields`, :data:`code_struct_fields`, :data:`pair_struct_fields`), not dicts:
+cheaper to make, and pyarrow converts a list of tuples to a struct array faster than dicts (a
+batch's ``partitions``: 0.56 ms instead of 1.5 ms; building the struct array from one child array
+per field instead cost 0.93 ms).
 """
 
 from __future__ import annotations
@@ -25,7 +31,14 @@ from kcodec.error_codes import error_name
 from kcodec.errors import KcodecError
 from kcodec.model import Message
 
-__all__ = ["Flat", "flatten", "partition_struct_fields"]
+__all__ = [
+    "Flat",
+    "code_struct_fields",
+    "error_struct_fields",
+    "flatten",
+    "pair_struct_fields",
+    "partition_struct_fields",
+]
 
 _METADATA, _LEADER_AND_ISR, _UPDATE_METADATA = 3, 4, 6
 #: (api key, direction) whose partitions' ``leader_epoch`` is the partition leader's epoch.
@@ -40,19 +53,30 @@ partition_struct_fields: tuple[tuple[str, str], ...] = (
     ("leader_epoch", "int"),
     ("current_leader_epoch", "int"),
 )
+#: The fields of one ``errors`` entry.
+error_struct_fields: tuple[tuple[str, str], ...] = (
+    ("topic", "string"),
+    ("partition", "int"),
+    ("error_code", "int"),
+    ("error_name", "string"),
+)
+#: The fields of one ``error_codes`` entry.
+code_struct_fields: tuple[tuple[str, str], ...] = (("code", "int"), ("name", "string"), ("where", "string"))
+#: The fields of one ``topic_pairs`` entry.
+pair_struct_fields: tuple[tuple[str, str], ...] = (("id", "string"), ("name", "string"))
 
 
 @dataclass(slots=True)
 class Flat:
-    """The flattened columns of one frame."""
+    """The flattened columns of one frame (struct entries as tuples in their fields' order)."""
 
     topics: list[str] = field(default_factory=list)
-    partitions: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[dict[str, Any]] = field(default_factory=list)
-    error_codes: list[dict[str, Any]] = field(default_factory=list)
+    partitions: list[tuple[Any, ...]] = field(default_factory=list)
+    errors: list[tuple[Any, ...]] = field(default_factory=list)
+    error_codes: list[tuple[Any, ...]] = field(default_factory=list)
     error_code: int | None = None
     error_name: str | None = None
-    topic_pairs: list[dict[str, str]] = field(default_factory=list)
+    topic_pairs: list[tuple[str, str]] = field(default_factory=list)
     topic_ids: list[str] = field(default_factory=list)
 
 
@@ -99,23 +123,24 @@ def flatten(body: Message | None, api_key: int | None, version: int | None, dire
 
     for name, topic_id in facts.topics:
         topic_of(name, topic_id)
+    partitions = flat.partitions
     for p in facts.partitions:
-        code = p.error_code
-        flat.partitions.append(
-            {
-                "topic": topic_of(p.topic, p.topic_id),
-                "partition": p.partition,
-                "error_code": code,
-                "error_name": error_name(code) if code else None,
-                "leader_epoch": p.values.get("leader_epoch") if epoch_here else None,
-                "current_leader_epoch": p.values.get("current_leader_epoch"),
-            }
+        code, values = p.error_code, p.values
+        partitions.append(
+            (
+                topic_of(p.topic, p.topic_id),
+                p.partition,
+                code,
+                error_name(code) if code else None,
+                values.get("leader_epoch") if epoch_here else None,
+                values.get("current_leader_epoch"),
+            )
         )
     for code, where in facts.error_codes:
         name = error_name(code)
-        flat.error_codes.append({"code": code, "name": name, "where": where})
+        flat.error_codes.append((code, name, where))
         topic, partition = _split_where(where)
-        flat.errors.append({"topic": topic, "partition": partition, "error_code": code, "error_name": name})
-    flat.topic_pairs = [{"id": i, "name": n} for i, n in pairs.items()]
+        flat.errors.append((topic, partition, code, name))
+    flat.topic_pairs = list(pairs.items())
     flat.topic_ids = [i for i in ids if i not in pairs]
     return flat

@@ -14,19 +14,43 @@ about 0.03 % and 0.3 % of rank beyond.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kcodec.error_codes import ErrorCode
 from kcodec.sentinels import NO_LEADER_EPOCH
 
-__all__ = ["LATENCY_K", "TIMELINE_K", "FrameRow", "Partials"]
+__all__ = ["FRAME_COLUMNS", "LATENCY_K", "TIMELINE_K", "FrameColumns", "FrameRow", "Partials"]
 
 LATENCY_K = 10000
 TIMELINE_K = 1000
 FENCING_CODES = frozenset((int(ErrorCode.FENCED_LEADER_EPOCH), int(ErrorCode.UNKNOWN_LEADER_EPOCH)))
 
+#: The columns of the frames the aggregates read.
+FRAME_COLUMNS = (
+    "time",
+    "connection",
+    "client",
+    "server",
+    "direction",
+    "stream_offset",
+    "size",
+    "api_key",
+    "api_name",
+    "api_version",
+    "correlation_id",
+    "latency",
+    "error",
+    "diagnostics",
+    "client_id",
+    "client_software_name",
+    "client_software_version",
+    "partitions",
+    "errors",
+)
 FrameRow = dict[str, Any]  # a frames row (the columns the aggregates read)
+FrameColumns = Mapping[str, Sequence[Any]]  # frames rows as one sequence of values per column
 
 
 class _Quantiles:
@@ -114,124 +138,175 @@ class Partials:
             self.file_issues += 1
 
     def frame(self, r: FrameRow, pending: dict[tuple[Any, ...], list[tuple[Any, ...]]]) -> None:
-        """One frames row. ``pending``: the requests' partitions by (connection, correlation id),
-        kept by the caller across the rows of one task, for matching fencing answers."""
-        t, request = r["time"], r["direction"] == "request"
-        size, undecodable, flagged = r["size"], r["error"] is not None, bool(r["diagnostics"])
-        self._totals(r, t, request, undecodable, flagged)
-        group = (r["api_key"], r["api_name"], r["api_version"])
-        s = self.api_stats.get(group)
-        if s is None:
-            s = self.api_stats[group] = [0, 0, 0, 0, 0, 0, None, None]
-        s[0 if request else 1] += 1
-        s[2 if request else 3] += _frame_bytes(size)
-        s[4] += undecodable
-        s[5] += flagged
-        _span(s, t, 6, 7)
-        latency = r["latency"]
-        if not request and latency is not None:
-            ms = latency * 1000.0
-            q = self.latency.get(group)
+        """One frames row (see :meth:`frames`)."""
+        self.frames({name: [r[name]] for name in FRAME_COLUMNS}, pending)
+
+    def frames(self, c: FrameColumns, pending: dict[tuple[Any, ...], list[tuple[Any, ...]]]) -> None:
+        """Frames rows in their order, as one sequence of values per column of :data:`FRAME_COLUMNS`
+        (``partitions`` and ``errors``: lists of dicts). ``pending``: the requests' partitions by
+        (connection, correlation id), kept by the caller across the rows of one task, for matching
+        fencing answers. Each aggregate is folded in one pass over the columns it reads: no dict per
+        row, and the values are folded in the same order as row by row (sums and sketches alike)."""
+        times = c["time"]
+        if not times:
+            return
+        requests = [d == "request" for d in c["direction"]]
+        undecodable = [e is not None for e in c["error"]]
+        flagged = [bool(d) for d in c["diagnostics"]]
+        self._totals(c, requests, undecodable, flagged)
+        self._api_stats(c, requests, undecodable, flagged)
+        self._latency(c, requests)
+        self._errors(c)
+        self._clients(c, requests)
+        self._timeline(c, requests)
+        self._fencing(c, requests, pending)
+
+    def _totals(
+        self, c: FrameColumns, requests: list[bool], undecodable: list[bool], flagged: list[bool]
+    ) -> None:
+        tot, times = self.totals, c["time"]
+        n, asked = len(times), sum(requests)
+        tot[0] += n
+        tot[1] += asked
+        tot[2] += n - asked
+        tot[3] += sum(undecodable)
+        tot[4] += sum(flagged)
+        _span(tot, min(times), 5, 6)
+        _span(tot, max(times), 5, 6)
+        for values, into in ((c["connection"], self.connections), (c["client_id"], self.client_ids)):
+            distinct = set(values)
+            distinct.discard(None)
+            into |= distinct
+        apis = set(c["api_name"])
+        apis.discard(None)
+        self.apis |= apis
+
+    def _api_stats(
+        self, c: FrameColumns, requests: list[bool], undecodable: list[bool], flagged: list[bool]
+    ) -> None:
+        stats = self.api_stats
+        columns = (c["api_key"], c["api_name"], c["api_version"], c["size"], c["time"])
+        for key, name, version, size, t, request, bad, odd in zip(
+            *columns, requests, undecodable, flagged, strict=True
+        ):
+            group = (key, name, version)
+            s = stats.get(group)
+            if s is None:
+                s = stats[group] = [0, 0, 0, 0, 0, 0, None, None]
+            s[0 if request else 1] += 1
+            s[2 if request else 3] += _frame_bytes(size)
+            s[4] += bad
+            s[5] += odd
+            _span(s, t, 6, 7)
+
+    def _latency(self, c: FrameColumns, requests: list[bool]) -> None:
+        latency = self.latency
+        columns = (c["api_key"], c["api_name"], c["api_version"], c["latency"])
+        for key, name, version, seconds, request in zip(*columns, requests, strict=True):
+            if request or seconds is None:
+                continue
+            ms = seconds * 1000.0
+            group = (key, name, version)
+            q = latency.get(group)
             if q is None:
-                q = self.latency[group] = [0, 0.0, ms, _Quantiles(LATENCY_K)]
+                q = latency[group] = [0, 0.0, ms, _Quantiles(LATENCY_K)]
             q[0] += 1
             q[1] += ms
             q[2] = max(q[2], ms)
             q[3].add(ms)
-        for e in r["errors"]:
-            key = (r["api_name"], e["topic"], e["error_code"], e["error_name"])
-            c = self.errors.get(key)
-            if c is None:
-                self.errors[key] = [1, t, t]
-            else:
-                c[0] += 1
-                _span(c, t, 1, 2)
-        if request and r["api_key"] is not None:
-            self._client(r)
-        self._timeline(r, t, request, size, latency)
-        self._fencing(r, t, request, pending)
 
-    def _totals(self, r: FrameRow, t: float, request: bool, undecodable: bool, flagged: bool) -> None:
-        tot = self.totals
-        tot[0] += 1
-        tot[1 if request else 2] += 1
-        tot[3] += undecodable
-        tot[4] += flagged
-        _span(tot, t, 5, 6)
-        if r["connection"] is not None:
-            self.connections.add(r["connection"])
-        if r["client_id"] is not None:
-            self.client_ids.add(r["client_id"])
-        if r["api_name"] is not None:
-            self.apis.add(r["api_name"])
+    def _errors(self, c: FrameColumns) -> None:
+        errors = self.errors
+        for name, found, t in zip(c["api_name"], c["errors"], c["time"], strict=True):
+            for e in found:
+                key = (name, e["topic"], e["error_code"], e["error_name"])
+                have = errors.get(key)
+                if have is None:
+                    errors[key] = [1, t, t]
+                else:
+                    have[0] += 1
+                    _span(have, t, 1, 2)
 
-    def _client(self, r: FrameRow) -> None:
-        key = (
-            r["client_id"],
-            r["client_software_name"],
-            r["client_software_version"],
-            r["api_key"],
-            r["api_name"],
-        )
-        c = self.clients.get(key)
-        if c is None:
-            c = self.clients[key] = [set(), 0, set()]
-        if r["api_version"] is not None:
-            c[0].add(r["api_version"])
-        c[1] += 1
-        if r["connection"] is not None:
-            c[2].add(r["connection"])
+    def _clients(self, c: FrameColumns, requests: list[bool]) -> None:
+        clients = self.clients
+        who = (c["client_id"], c["client_software_name"], c["client_software_version"])
+        columns = (*who, c["api_key"], c["api_name"], c["api_version"], c["connection"])
+        for client_id, sw_name, sw_version, key, name, version, conn, request in zip(
+            *columns, requests, strict=True
+        ):
+            if not request or key is None:
+                continue
+            group = (client_id, sw_name, sw_version, key, name)
+            have = clients.get(group)
+            if have is None:
+                have = clients[group] = [set(), 0, set()]
+            if version is not None:
+                have[0].add(version)
+            have[1] += 1
+            if conn is not None:
+                have[2].add(conn)
 
-    def _timeline(
-        self, r: FrameRow, t: float, request: bool, size: int | None, latency: float | None
-    ) -> None:
-        key = (math.floor(t / self.width) * self.width, r["api_name"] or "unknown")
-        b = self.timeline.get(key)
-        if b is None:
-            b = self.timeline[key] = [0, 0, 0, 0, _Quantiles(TIMELINE_K)]
-        b[0 if request else 1] += 1
-        b[2] += _frame_bytes(size)
-        b[3] += bool(r["errors"])
-        if latency is not None:
-            b[4].add(latency * 1000.0)
+    def _timeline(self, c: FrameColumns, requests: list[bool]) -> None:
+        timeline, width, floor = self.timeline, self.width, math.floor
+        columns = (c["time"], c["api_name"], c["size"], c["errors"], c["latency"])
+        for t, name, size, errors, seconds, request in zip(*columns, requests, strict=True):
+            key = (floor(t / width) * width, name or "unknown")
+            b = timeline.get(key)
+            if b is None:
+                b = timeline[key] = [0, 0, 0, 0, _Quantiles(TIMELINE_K)]
+            b[0 if request else 1] += 1
+            b[2] += _frame_bytes(size)
+            b[3] += bool(errors)
+            if seconds is not None:
+                b[4].add(seconds * 1000.0)
 
     def _fencing(
-        self, r: FrameRow, t: float, request: bool, pending: dict[tuple[Any, ...], list[tuple[Any, ...]]]
+        self, c: FrameColumns, requests: list[bool], pending: dict[tuple[Any, ...], list[tuple[Any, ...]]]
     ) -> None:
-        who = (r["connection"], r["client"], r["server"], r["client_id"])
-        for p in r["partitions"]:
+        """Leader epochs stated, and fencing answers matched with their requests' partitions."""
+        columns = (c["connection"], c["correlation_id"], c["partitions"], c["errors"])
+        for i, (conn, correlation, partitions, errors) in enumerate(zip(*columns, strict=True)):
+            if partitions and any(
+                p["leader_epoch"] is not None and p["leader_epoch"] > NO_LEADER_EPOCH for p in partitions
+            ):
+                self._stated(c, i, partitions)
+            if requests[i]:
+                if partitions and conn is not None:
+                    asked = [(p["topic"], p["partition"], p["current_leader_epoch"]) for p in partitions]
+                    pending[(conn, correlation)] = asked
+                continue
+            was_asked = pending.pop((conn, correlation), [])
+            for e in errors:
+                if e["error_code"] in FENCING_CODES and e["partition"] is not None:
+                    self._fenced(c, i, e, was_asked)
+
+    def _stated(self, c: FrameColumns, i: int, partitions: list[dict[str, Any]]) -> None:
+        who = (c["api_name"][i], c["client"][i], c["server"][i], c["client_id"][i])
+        for p in partitions:
             epoch = p["leader_epoch"]
             if epoch is not None and epoch > NO_LEADER_EPOCH:
-                row = (t, r["connection"], r["stream_offset"], epoch, r["api_name"], *who[1:])
+                row = (c["time"][i], c["connection"][i], c["stream_offset"][i], epoch, *who)
                 self.stated.setdefault((p["topic"], p["partition"]), []).append(row)
-        if request:
-            if r["partitions"] and r["connection"] is not None:
-                asked = [(p["topic"], p["partition"], p["current_leader_epoch"]) for p in r["partitions"]]
-                pending[(r["connection"], r["correlation_id"])] = asked
-            return
-        asked = pending.pop((r["connection"], r["correlation_id"]), [])
-        for e in r["errors"]:
-            if e["error_code"] not in FENCING_CODES or e["partition"] is None:
-                continue
-            current = next(
-                (c for topic, part, c in asked if topic == e["topic"] and part == e["partition"]), None
-            )
-            self.fenced.append(
-                {
-                    "time": t,
-                    "topic": e["topic"],
-                    "partition": e["partition"],
-                    "event": e["error_name"],
-                    "api_name": r["api_name"],
-                    "connection": who[0],
-                    "client": who[1],
-                    "server": who[2],
-                    "client_id": who[3],
-                    "leader_epoch": None,
-                    "previous_leader_epoch": None,
-                    "current_leader_epoch": current,
-                }
-            )
+
+    def _fenced(self, c: FrameColumns, i: int, e: dict[str, Any], asked: list[tuple[Any, ...]]) -> None:
+        topic, partition = e["topic"], e["partition"]
+        current = next((v for t, p, v in asked if t == topic and p == partition), None)
+        self.fenced.append(
+            {
+                "time": c["time"][i],
+                "topic": topic,
+                "partition": partition,
+                "event": e["error_name"],
+                "api_name": c["api_name"][i],
+                "connection": c["connection"][i],
+                "client": c["client"][i],
+                "server": c["server"][i],
+                "client_id": c["client_id"][i],
+                "leader_epoch": None,
+                "previous_leader_epoch": None,
+                "current_leader_epoch": current,
+            }
+        )
 
     # --- merging ---------------------------------------------------------------------------------
 

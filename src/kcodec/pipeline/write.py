@@ -21,12 +21,13 @@ into Python strings.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from kcodec.pipeline.decode import event_arrow_schema
 from kcodec.pipeline.memory import fewer_collections
 from kcodec.pipeline.outputs import Output
+from kcodec.pipeline.partials import FRAME_COLUMNS as PARTIAL_COLUMNS
 from kcodec.pipeline.partials import Partials
 from kcodec.pipeline.spill import read_spill
 
@@ -82,32 +83,55 @@ DIAGNOSTIC_COLUMNS = (
     "api_version",
     "correlation_id",
 )
-#: Columns the partial aggregates read (as Python values).
-_AGG_COLUMNS = (
-    "time",
-    "connection",
-    "client",
-    "server",
-    "direction",
-    "stream_offset",
-    "size",
-    "api_key",
-    "api_name",
-    "api_version",
-    "correlation_id",
-    "latency",
-    "error",
-    "diagnostics",
-    "client_id",
-    "client_software_name",
-    "client_software_version",
-    "partitions",
-    "errors",
-)
+
+
+def _relabel(labels: Any, rename: Callable[[Any], Any]) -> Any | None:
+    """``labels`` (a string array) with each distinct value ``v`` replaced by ``rename(v)``, computed
+    once per distinct value; None when no value changes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    distinct = pc.unique(labels)
+    before = distinct.to_pylist()
+    after = [rename(v) for v in before]
+    if after == before:
+        return None
+    return pa.array(after, labels.type).take(pc.index_in(labels, distinct))
+
+
+def _relist(lists: Any, rename: Callable[[Any], Any], field: str | None) -> Any:
+    """A list column (of strings, or of structs whose ``field`` holds the labels) with its labels
+    renamed, rebuilt around the same offsets and validity; the column itself when nothing changes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    offsets = lists.offsets  # of this (possibly sliced) array: length + 1
+    start = offsets[0].as_py()
+    values = lists.values.slice(start, offsets[-1].as_py() - start)
+    if field is None:
+        renamed = _relabel(values, rename)
+        if renamed is None:
+            return lists
+    else:
+        children = values.flatten()
+        index = values.type.get_field_index(field)
+        child = _relabel(children[index], rename)
+        if child is None:
+            return lists
+        children[index] = child
+        fields = [values.type.field(i) for i in range(values.type.num_fields)]
+        mask = values.is_null() if values.null_count else None
+        renamed = pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    if start:
+        offsets = pc.subtract(offsets, start)
+    mask = lists.is_null() if lists.null_count else None
+    return pa.ListArray.from_arrays(offsets, renamed, type=lists.type, mask=mask)
 
 
 class _Names:
-    """Topic ids -> names, applied to a frame's topic columns (as Python values)."""
+    """Topic ids -> names, applied to a frames batch's topic columns. The labels are renamed on the
+    Arrow arrays, once per distinct label of a batch, and a column none of whose labels is an id
+    of the directory is passed on as it is (no conversion to Python values and back)."""
 
     def __init__(self, directory: Mapping[str, str]) -> None:
         self.directory = directory
@@ -115,37 +139,55 @@ class _Names:
     def name(self, label: str | None) -> str | None:
         return self.directory.get(label, label) if label is not None else None
 
-    def where(self, where: str) -> str:
+    def where(self, where: str | None) -> str | None:
+        if where is None:
+            return None
         topic, sep, rest = where.partition("/")
         return (self.directory.get(topic, topic) or "") + sep + rest
 
-    def columns(self, batch: Any) -> dict[str, list[Any]]:
+    def columns(self, batch: Any) -> dict[str, Any]:
         """The renamed ``topics``, ``partitions``, ``errors``, ``error_codes`` and ``topic_names``."""
+        import pyarrow as pa
+
         get = self.directory.get
-        topics = [[self.name(t) for t in ts] for ts in batch.column("topics").to_pylist()]
-        partitions = batch.column("partitions").to_pylist()
-        for ps in partitions:
-            for p in ps:
-                p["topic"] = self.name(p["topic"])
-        errors = batch.column("errors").to_pylist()
-        for es in errors:
-            for e in es:
-                e["topic"] = self.name(e["topic"])
-        codes = batch.column("error_codes").to_pylist()
-        for cs in codes:
-            for c in cs:
-                c["where"] = self.where(c["where"])
-        names: list[Any] = []
-        for ids in batch.column("topic_ids").to_pylist():
-            found = [(i, get(i)) for i in ids if get(i) is not None]
-            names.append(found or None)
-        return {
-            "topics": topics,
-            "partitions": partitions,
-            "errors": errors,
-            "error_codes": codes,
-            "topic_names": names,
+        out = {
+            "topics": _relist(batch.column("topics"), self.name, None),
+            "partitions": _relist(batch.column("partitions"), self.name, "topic"),
+            "errors": _relist(batch.column("errors"), self.name, "topic"),
+            "error_codes": _relist(batch.column("error_codes"), self.where, "where"),
         }
+        kind = pa.map_(pa.string(), pa.string())
+        ids = batch.column("topic_ids")
+        if not any(get(i) is not None for i in _distinct_values(ids)):
+            out["topic_names"] = pa.nulls(batch.num_rows, kind)
+            return out
+        names: list[Any] = []
+        for row in ids.to_pylist():
+            found = [(i, get(i)) for i in row if get(i) is not None]
+            names.append(found or None)
+        out["topic_names"] = pa.array(names, type=kind)
+        return out
+
+
+def _distinct_values(lists: Any) -> list[Any]:
+    """The distinct values of a list column's lists."""
+    import pyarrow.compute as pc
+
+    values: list[Any] = pc.unique(pc.list_flatten(lists)).to_pylist()
+    return values
+
+
+def _dates(ts: Any) -> Any:
+    """The UTC date (``YYYY-MM-DD``) of each timestamp, formatted once per distinct day: a batch's
+    frames are of one day (stage 2 batches them by day), and ``strftime`` over every row cost 2.2 ms
+    per 2048 rows (this: 0.23 ms)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    days = pc.cast(ts, pa.date32())
+    distinct = pc.unique(days)
+    names = pc.strftime(pc.cast(distinct, ts.type), format="%Y-%m-%d")
+    return names.take(pc.index_in(days, distinct))
 
 
 def _frames(batch: Any, connection: Any, names: _Names | None) -> Any:
@@ -154,13 +196,10 @@ def _frames(batch: Any, connection: Any, names: _Names | None) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    schema = batch.schema
     columns: dict[str, Any] = {c: batch.column(c) for c in FRAME_COLUMNS if c != "connection"}
     columns["connection"] = connection
     if names is not None:
-        for column, values in names.columns(batch).items():
-            kind = pa.map_(pa.string(), pa.string()) if column == "topic_names" else schema.field(column).type
-            columns[column] = pa.array(values, type=kind)
+        columns.update(names.columns(batch))
     else:
         for column in ("topics", "partitions", "errors", "error_codes"):
             columns[column] = batch.column(column)
@@ -168,7 +207,7 @@ def _frames(batch: Any, connection: Any, names: _Names | None) -> Any:
     micros = pc.cast(pc.multiply(batch.column("time"), 1e6), pa.int64(), safe=False)
     ts = pc.cast(micros, pa.timestamp("us", tz="UTC"))
     columns["ts"] = ts
-    columns["date"] = pc.strftime(ts, format="%Y-%m-%d")
+    columns["date"] = _dates(ts)
     columns["api"] = pc.coalesce(batch.column("api_name"), pa.scalar("unknown"))
     order = [
         *FRAME_COLUMNS,
@@ -280,7 +319,8 @@ class _Task:
         self.names = _Names(directory) if directory else None
         self.partials = Partials(width)
         self.pending: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
-        self.diagnostics: list[Any] = []
+        self.diagnostics: list[Any] = []  # the batches' diagnostics rows (none: no table)
+        self.batches = 0
 
     def frames(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow.compute as pc
@@ -296,12 +336,14 @@ class _Task:
                 frames, issues = batch.filter(is_frame), batch.filter(is_issue)
                 frame_conn, issue_conn = conn.filter(is_frame), conn.filter(is_issue)
             table = _frames(frames, frame_conn, self.names)
-            self.diagnostics.append(_diagnostics(issues, issue_conn, frames, frame_conn))
+            self.batches += 1
+            flagged = pc.greater(pc.list_value_length(frames.column("diagnostics")), 0)
+            if issues.num_rows or pc.any(flagged).as_py():  # most batches have no diagnostics rows
+                self.diagnostics.append(_diagnostics(issues, issue_conn, frames, frame_conn))
             kinds, files = issues.column("issue_kind").to_pylist(), issues.column("file").to_pylist()
             for kind, file in zip(kinds, files, strict=True):
                 self.partials.issue(kind, file)
-            for row in table.select(list(_AGG_COLUMNS)).to_pylist():
-                self.partials.frame(row, self.pending)
+            self.partials.frames({c: table.column(c).to_pylist() for c in PARTIAL_COLUMNS}, self.pending)
             yield from table.to_batches()
 
 
@@ -341,7 +383,7 @@ def write_task(
     with fewer_collections():
         options = _frames_options()
         output.write_partitioned(batches(), frame_schema(), "frames", ["date", "api"], name, options)
-    if task.diagnostics:
-        output.write_file(pa.concat_tables(task.diagnostics), "diagnostics", f"{name}.parquet")
+    if task.batches:  # a diagnostics file, even without rows
+        rows = pa.concat_tables(task.diagnostics) if task.diagnostics else diagnostics_schema().empty_table()
+        output.write_file(rows, "diagnostics", f"{name}.parquet")
     yield task.partials
-
