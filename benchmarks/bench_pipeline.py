@@ -295,12 +295,18 @@ def _by_kind(seen: dict[int, tuple[str, float]]) -> dict[str, float]:
     return out
 
 
+#: The commands' environment, as in a user's shell: cached bytecode used, stdout buffered (this
+#: machine's image sets PYTHONUNBUFFERED, which makes decode-capture write each JSON line with its
+#: own system call, and PYTHONDONTWRITEBYTECODE, which makes every process compile kcodec's modules).
+_ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED")}
+
+
 def _run_measured(cmd: list[str]) -> tuple[float, dict[str, float], bytes]:
     """Wall seconds, CPU seconds by kind of process (the whole tree, sampled every 0.1 s, so that a
     process living less than that may be missed) and standard output of ``cmd``."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=_ENV)
         seen: dict[int, tuple[str, float]] = {}
         while proc.poll() is None:
             seen.update(_tree_cpu(proc.pid))
