@@ -20,7 +20,7 @@ import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, TypeVar, cast
 
 from kcodec.capture.events import CaptureIssue
 from kcodec.capture.packets import RecordMaker, iter_records
@@ -301,24 +301,11 @@ def iter_segments(
     """Every TCP segment of a capture (or of its byte range ``start``..``end``, see
     :func:`~kcodec.capture.packets.iter_packets`) and every problem with the file, in file order.
     ``keep_acks``: also yield segments without data or SYN/FIN/RST."""
-    return _iter(source, Segment, True, start, end, name, keep_acks)
-
-
-def _iter(
-    source: str | Path | IO[bytes],
-    build: Callable[..., _T | None],
-    copy: bool,
-    start: int,
-    end: int | None,
-    name: str | None,
-    keep_acks: bool,
-) -> Iterator[_T | CaptureIssue]:
     if name is None:
         name = str(source) if isinstance(source, str | Path) else str(getattr(source, "name", "<stream>"))
     seen = _Seen()
-    yield from iter_records(
-        source, _segment_maker(name, keep_acks, seen, build, copy), start=start, end=end, name=name
-    )
+    make = _segment_maker(name, keep_acks, seen, Segment, True)
+    yield from iter_records(source, make, start=start, end=end, name=name)
     issue = seen.issue(name)
     if issue is not None:
         yield issue
@@ -400,11 +387,11 @@ def _segment_maker(
         except _Fragment:
             seen.fragments += 1
             return None
-        if seg is None:
-            return None
+        if seg is None or copy:  # (copy: ``build`` is the Segment class, and ``seg`` what it makes)
+            return cast("_T | None", seg)
         return build(
             seg.key, seg.src, seg.dst, seg.seq, seg.ack, seg.flags, seg.timestamp,
-            seg.payload if copy else len(seg.payload), seg.file, seg.index, seg.offset, seg.payload_offset,
+            len(seg.payload), seg.file, seg.index, seg.offset, seg.payload_offset,
         )  # fmt: skip
 
     return make
