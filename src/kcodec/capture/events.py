@@ -64,7 +64,7 @@ def _api_name(key: int) -> str | None:
     return name
 
 
-_to_json: Any = None  # kcodec.jsonconv.to_json, imported on the first to_dict
+_to_json: Any = None  # kcodec.jsonconv.to_json, imported on the first json_objects
 
 
 def _load_to_json() -> Any:
@@ -129,6 +129,23 @@ class CapturedFrame:
         if text not in self.diagnostics:
             self.diagnostics += (text,)
 
+    def json_objects(
+        self, records: RecordsMode = "raw"
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The header and the body as Kafka JSON objects (``kcodec.to_json``; the partial body's when
+        the body did not decode), as :meth:`to_dict` shows them; None where there is none."""
+        to_json = _to_json or _load_to_json()
+        header = (
+            None
+            if self.header is None or self.header_version is None
+            else to_json(self.header, self.header_version)
+        )
+        if self.partial is not None:
+            return header, self.partial.to_json(records=records)
+        if self.body is None or self.api_version is None:
+            return header, None
+        return header, to_json(self.body, self.api_version, records=records)
+
     def to_dict(self, *, body: bool = True, records: RecordsMode = "raw") -> dict[str, Any]:
         """The JSON-lines object: header and body as Kafka JSON (``kcodec.to_json``) when ``body``.
 
@@ -140,7 +157,6 @@ class CapturedFrame:
         ``"text"`` expand them into batches and records (``kcodec.to_json(..., records=...)``).
         ``diagnostics`` is always there (``[]`` for a conformant frame).
         """
-        to_json = _to_json or _load_to_json()
         out: dict[str, Any] = {
             "type": "frame",
             "time": self.timestamp,
@@ -158,19 +174,7 @@ class CapturedFrame:
         if self.latency is not None:
             out["latency"] = self.latency
         if body:
-            out["header"] = (
-                None
-                if self.header is None or self.header_version is None
-                else to_json(self.header, self.header_version)
-            )
-            if self.partial is not None:
-                out["body"] = self.partial.to_json(records=records)
-            else:
-                out["body"] = (
-                    None
-                    if self.body is None or self.api_version is None
-                    else to_json(self.body, self.api_version, records=records)
-                )
+            out["header"], out["body"] = self.json_objects(records)
         out["partial"] = self.partial is not None
         out["error"] = None if self.error is None else error_dict(self.error)
         out["diagnostics"] = list(self.diagnostics)

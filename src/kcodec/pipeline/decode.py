@@ -24,7 +24,6 @@ from typing import Any
 import orjson
 
 from kcodec.capture import CaptureDecoder, CapturedFrame, CaptureEvent, CaptureIssue, Segment, error_dict
-from kcodec.jsonconv import to_json
 from kcodec.pipeline.flatten import (
     code_struct_fields,
     error_struct_fields,
@@ -158,18 +157,6 @@ class Found:
         return {topic_id: name for topic_id, (_, name) in self.names.items()}
 
 
-def _json_objects(ev: CapturedFrame) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """A frame's header and body as Kafka JSON objects, as ``ev.to_dict()`` gives them."""
-    header: dict[str, Any] | None = None
-    if ev.header is not None and ev.header_version is not None:
-        header = to_json(ev.header, ev.header_version)
-    if ev.partial is not None:
-        return header, ev.partial.to_json()
-    if ev.body is None or ev.api_version is None:
-        return header, None
-    return header, to_json(ev.body, ev.api_version)
-
-
 class _Conn:
     """What one connection has said about its client so far (for the rows of later frames)."""
 
@@ -275,7 +262,7 @@ class _Decoder:
     def frame(self, ev: CapturedFrame) -> None:
         """The frame's row: the values of ``ev.to_dict()`` (``decode-capture --json``'s object), read
         from the frame's attributes without building that dict."""
-        header, body = _json_objects(ev)
+        header, body = ev.json_objects()
         conn = self.conns.get(ev.connection)
         api_key, direction = ev.api_key, ev.direction
         client_id = None
