@@ -21,14 +21,14 @@ from typing import Any
 from kcodec.error_codes import ErrorCode
 from kcodec.sentinels import NO_LEADER_EPOCH
 
-__all__ = ["FRAME_COLUMNS", "LATENCY_K", "TIMELINE_K", "FrameColumns", "FrameRow", "Partials"]
+__all__ = ["AGGREGATE_COLUMNS", "LATENCY_K", "TIMELINE_K", "FrameColumns", "FrameRow", "Partials"]
 
 LATENCY_K = 10000
 TIMELINE_K = 1000
 FENCING_CODES = frozenset((int(ErrorCode.FENCED_LEADER_EPOCH), int(ErrorCode.UNKNOWN_LEADER_EPOCH)))
 
-#: The columns of the frames the aggregates read.
-FRAME_COLUMNS = (
+#: The columns of the frames table the aggregates read.
+AGGREGATE_COLUMNS = (
     "time",
     "connection",
     "client",
@@ -139,10 +139,10 @@ class Partials:
 
     def frame(self, r: FrameRow, pending: dict[tuple[Any, ...], list[tuple[Any, ...]]]) -> None:
         """One frames row (see :meth:`frames`)."""
-        self.frames({name: [r[name]] for name in FRAME_COLUMNS}, pending)
+        self.frames({name: [r[name]] for name in AGGREGATE_COLUMNS}, pending)
 
     def frames(self, c: FrameColumns, pending: dict[tuple[Any, ...], list[tuple[Any, ...]]]) -> None:
-        """Frames rows in their order, as one sequence of values per column of :data:`FRAME_COLUMNS`
+        """Frames rows in their order, as one sequence of values per column of :data:`AGGREGATE_COLUMNS`
         (``partitions`` and ``errors``: lists of dicts). ``pending``: the requests' partitions by
         (connection, correlation id), kept by the caller across the rows of one task, for matching
         fencing answers. Each aggregate is folded in one pass over the columns it reads: no dict per

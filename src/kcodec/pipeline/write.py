@@ -27,8 +27,7 @@ from typing import Any
 from kcodec.pipeline.decode import event_arrow_schema
 from kcodec.pipeline.memory import fewer_collections
 from kcodec.pipeline.outputs import Output
-from kcodec.pipeline.partials import FRAME_COLUMNS as PARTIAL_COLUMNS
-from kcodec.pipeline.partials import Partials
+from kcodec.pipeline.partials import AGGREGATE_COLUMNS, Partials
 from kcodec.pipeline.spill import read_spill
 
 __all__ = [
@@ -343,7 +342,7 @@ class _Task:
             kinds, files = issues.column("issue_kind").to_pylist(), issues.column("file").to_pylist()
             for kind, file in zip(kinds, files, strict=True):
                 self.partials.issue(kind, file)
-            self.partials.frames({c: table.column(c).to_pylist() for c in PARTIAL_COLUMNS}, self.pending)
+            self.partials.frames({c: table.column(c).to_pylist() for c in AGGREGATE_COLUMNS}, self.pending)
             yield from table.to_batches()
 
 
