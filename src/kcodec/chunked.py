@@ -1,7 +1,10 @@
 """The output buffer of ``kcodec.encode``, kept apart from ``kcodec._wire`` (which the compiled build
-compiles) because it subclasses ``bytearray``, which native classes cannot."""
+compiles) because it subclasses ``bytearray``, which native classes cannot. What it holds besides its
+bytes is written and read by ``kcodec.blobs``."""
 
 from __future__ import annotations
+
+from typing import Any
 
 Buffer = bytes | bytearray | memoryview
 
@@ -11,28 +14,11 @@ CHUNK_BYTES = 8192
 
 class ChunkedOut(bytearray):
     """The output buffer of ``kcodec.encode``: generated encoders append small values to it as to any
-    bytearray, but keep a large bytes/records value (e.g. 100 KiB of record batches) as a chunk of its
-    own instead of copying it in, so the final bytes are assembled with a single copy."""
+    bytearray, but keep a large bytes/records value (e.g. 100 KiB of record batches) aside, uncopied
+    (``kcodec.blobs.blob``), so the final bytes are assembled with a single copy (``blobs.joined``)."""
 
     # No __init__ and no __slots__: creating one costs what a bytearray costs, and the instance dict
-    # holding ``chunks`` only comes into being when a large value is appended.
-    chunks: list[Buffer] | None = None
-
-    def blob(self, value: Buffer) -> None:
-        """Append ``value`` without copying it now."""
-        if self.chunks is None:
-            self.chunks = []
-        self.chunks.append(bytes(self))
-        self.chunks.append(value)
-        del self[:]
-
-    def parts(self) -> list[Buffer]:
-        """The chunks and what follows them, in order (empty parts left out)."""
-        if self.chunks is None:
-            return [self] if self else []
-        return [*self.chunks, self] if self else list(self.chunks)
-
-    def getvalue(self) -> bytes:
-        if self.chunks is None:
-            return bytes(self)
-        return b"".join([*self.chunks, self])
+    # holding ``chunks`` only comes into being when a large value is appended. Then ``chunks`` is
+    # [offset, value, offset, value, ...]: each large value, after the offset in this buffer's own
+    # bytes at which it goes (the bytes written before it).
+    chunks: list[Any] | None = None

@@ -12,6 +12,7 @@ from types import ModuleType
 from typing import Any
 
 from kcodec._wire import ChunkedOut
+from kcodec.blobs import joined, parts
 from kcodec.errors import (
     DecodeError,
     EncodeError,
@@ -272,7 +273,7 @@ def encode(message: Message, version: int) -> bytes:
     """Encode a message body at ``version``, exactly as Apache Kafka's serializer would."""
     out = ChunkedOut()
     encode_into(message, version, out)
-    return out.getvalue()
+    return joined(out)
 
 
 def encode_chunks(message: Message, version: int) -> list[bytes | bytearray | memoryview]:
@@ -284,7 +285,7 @@ def encode_chunks(message: Message, version: int) -> list[bytes | bytearray | me
     """
     out = ChunkedOut()
     encode_into(message, version, out)
-    return out.parts()
+    return parts(out)
 
 
 def encoder(message_name: str, version: int) -> Callable[[Message], bytes]:
@@ -322,7 +323,7 @@ def _python_encoder(message_name: str, version: int, fn: Any) -> Callable[[Messa
             fn(message, out)
         except (UnsupportedVersionError, EncodeError) as e:
             raise _encode_failed(e, message_name, version) from None
-        return bytes(out) if out.chunks is None else out.getvalue()
+        return joined(out)
 
     encode_body.__name__ = encode_body.__qualname__ = f"encode_{message_name}_v{version}"
     return encode_body

@@ -8,7 +8,8 @@
 - a comma-separated list of API names (``Fetch,Metadata``) or message names (``FetchRequest``): those,
   with the headers.
 
-Always compiled along with them: ``RUNTIME_MODULES`` (the model base classes). Every compiled module
+Always compiled along with them: ``RUNTIME_MODULES`` (the model base classes, and the
+encoders' large-value helpers). Every compiled module
 keeps its source next to it, and the pure build is the fallback: a failed compile leaves a working
 pure package.
 """
@@ -27,13 +28,14 @@ ENV = "KCODEC_COMPILE"
 #: the APIs the benchmarks measure and clients use most
 HOT_APIS = ("Metadata", "Fetch", "Produce", "ApiVersions", "ListOffsets")
 HEADERS = ("RequestHeader", "ResponseHeader")
-#: runtime modules compiled with the codecs: the base classes (the native classes extend them). Not
+#: runtime modules compiled with the codecs: the base classes (the native classes extend them) and
+#: kcodec.blobs (called once per large bytes/records value an encoder writes). Not
 #: kcodec.codec: mypyc checks typed arguments at the call (a str given as a message would raise a
 #: builtin TypeError before kcodec's own WrongTypeError, True would pass as version 1). Not
 #: kcodec._wire: mypyc's own texts for failed tuple unpacking would change the error messages of
 #: malformed unknown tagged fields. Both stay interpreted and behave the same in both builds; neither
 #: is on the hot paths (the generated code inlines them).
-RUNTIME_MODULES = ("kcodec.model",)
+RUNTIME_MODULES = ("kcodec.model", "kcodec.blobs")
 _OFF = ("", "0", "false", "no", "off")
 #: mypy settings for the compile (the project's own config points at the source tree)
 MYPY_CONFIG = """[mypy]
