@@ -93,6 +93,28 @@ def test_encode_chunks_keep_large_values_uncopied() -> None:
     assert kcodec.decode("ProduceRequest", 9, b"".join(chunks)) == msg
 
 
+def test_blobs_lay_out_large_values_where_they_were_written() -> None:
+    """``kcodec.blobs``: large values set aside at the offset they go (the start, back to back, the
+    end) come out in order with the bytes around them, without empty parts and uncopied."""
+    from kcodec.blobs import blob, joined, parts
+    from kcodec.chunked import ChunkedOut
+
+    big, other = bytes(range(256)) * 40, memoryview(b"y" * 9000)
+    out = ChunkedOut()
+    assert parts(out) == [] and joined(out) == b""
+    blob(out, big)  # at offset 0: no empty part before it
+    out += b"ab"
+    blob(out, other)
+    blob(out, big)  # back to back: nothing between them
+    assert [bytes(p) for p in parts(out)] == [big, b"ab", bytes(other), big]
+    assert parts(out)[0] is big and parts(out)[2] is other
+    out += b"cd"
+    assert joined(out) == big + b"ab" + bytes(other) + big + b"cd"
+    assert bytes(parts(out)[-1]) == b"cd"
+    plain = ChunkedOut(b"xyz")
+    assert joined(plain) == b"xyz" and [bytes(p) for p in parts(plain)] == [b"xyz"]
+
+
 @pytest.mark.parametrize("size", [126, 127, 128, 0x3FFE, 0x3FFF, 0x4000, 102400, 0x1FFFFE, 0x1FFFFF, 0x200000])
 def test_records_lengths_written_in_place_are_kafkas_varints(size: int) -> None:
     """Compact lengths of one to three varint bytes are written in place (no write_uvarint call): at
