@@ -8,10 +8,9 @@
 - a comma-separated list of API names (``Fetch,Metadata``) or message names (``FetchRequest``): those,
   with the headers.
 
-Always compiled along with them: ``RUNTIME_MODULES`` (the model base classes, and the
-encoders' large-value helpers). Every compiled module
-keeps its source next to it, and the pure build is the fallback: a failed compile leaves a working
-pure package.
+Always compiled along with them: ``RUNTIME_MODULES`` (the model base classes, and the encoders'
+large-value helpers). Every compiled module keeps its source next to it, and the pure build is the
+fallback: a failed compile leaves a working pure package.
 """
 
 from __future__ import annotations
