@@ -17,12 +17,13 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+from kcodec.capture.events import CapturedFrame, CaptureEvent
 from kcodec.codec import GENERATED, module
-from kcodec.errors import UnsupportedVersionError
+from kcodec.errors import KcodecError, UnsupportedVersionError
 from kcodec.facts_model import Facts, PartitionFacts
 from kcodec.model import Message
 
-__all__ = ["Facts", "PartitionFacts", "extractor", "frame_facts"]
+__all__ = ["Facts", "PartitionFacts", "event_facts", "extractor", "frame_facts"]
 
 _Extractor = Callable[[Any, Facts], None]
 _extractors: dict[tuple[str, int], _Extractor] = {}
@@ -48,3 +49,14 @@ def frame_facts(body: Message, version: int) -> Facts:
     facts = Facts()
     extractor(type(body).MESSAGE_NAME, version)(body, facts)
     return facts
+
+
+def event_facts(ev: CaptureEvent) -> Facts | None:
+    """The facts of a captured frame's decoded body; None for an issue, a frame whose body did not
+    decode, or a body the extractor cannot read."""
+    if not isinstance(ev, CapturedFrame) or ev.body is None or ev.api_version is None:
+        return None
+    try:
+        return frame_facts(ev.body, ev.api_version)
+    except (KcodecError, AttributeError, TypeError):
+        return None

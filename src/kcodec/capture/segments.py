@@ -238,7 +238,17 @@ def _segment(
             if names is None:
                 names = connection_names(saddr, sport, daddr, dport)
             return Segment(
-                names[0], names[1], names[2], seq, ack, flags, ts, payload, file, index, offset,
+                names[0],
+                names[1],
+                names[2],
+                seq,
+                ack,
+                flags,
+                ts,
+                payload,
+                file,
+                index,
+                offset,
                 data_offset + at if data_offset >= 0 and payload else -1,
             )
     if start or stop != len(buf):
@@ -301,11 +311,32 @@ def iter_segments(
     """Every TCP segment of a capture (or of its byte range ``start``..``end``, see
     :func:`~kcodec.capture.packets.iter_packets`) and every problem with the file, in file order.
     ``keep_acks``: also yield segments without data or SYN/FIN/RST."""
+    return cast("Iterator[Segment | CaptureIssue]", _iter_segments(source, start, end, name, keep_acks, None))
+
+
+def iter_some_segments(
+    source: str | Path | IO[bytes], only: Callable[[str], bool]
+) -> Iterator[Segment | CaptureIssue | float]:
+    """:func:`iter_segments`, except that a segment whose connection key ``only`` turns down is
+    yielded as just its timestamp (a float; its data is not copied): for a decoder of some
+    connections that still counts the others' segments (one shard of a capture)."""
+    return _iter_segments(source, 0, None, None, False, only)
+
+
+def _iter_segments(
+    source: str | Path | IO[bytes],
+    start: int,
+    end: int | None,
+    name: str | None,
+    keep_acks: bool,
+    only: Callable[[str], bool] | None,
+) -> Iterator[Segment | CaptureIssue | float]:
     if name is None:
         name = str(source) if isinstance(source, str | Path) else str(getattr(source, "name", "<stream>"))
     seen = _Seen()
-    make = _segment_maker(name, keep_acks, seen, Segment, True)
-    yield from iter_records(source, make, start=start, end=end, name=name)
+    make = _segment_maker(name, keep_acks, seen, Segment, True, only)
+    records = iter_records(source, make, start=start, end=end, name=name)
+    yield from cast("Iterator[Segment | CaptureIssue | float]", records)
     issue = seen.issue(name)
     if issue is not None:
         yield issue
@@ -321,7 +352,8 @@ def segment_facts_maker(
     were none). For a reader that keeps where payloads lie rather than the payloads (a distributed
     job's first stage): no :class:`Segment` object and no copy of the data per packet."""
     seen = _Seen()
-    return _segment_maker(file, keep_acks, seen, build, False), lambda: seen.issue(file)
+    make = cast("RecordMaker[_T]", _segment_maker(file, keep_acks, seen, build, False))
+    return make, lambda: seen.issue(file)
 
 
 class _Seen:
@@ -345,17 +377,23 @@ class _Seen:
 
 
 def _segment_maker(
-    file: str, keep_acks: bool, seen: _Seen, build: Callable[..., _T | None], copy: bool
-) -> Callable[[int, int, float, int, bytes, int, int, int], _T | None]:
+    file: str,
+    keep_acks: bool,
+    seen: _Seen,
+    build: Callable[..., _T | None],
+    copy: bool,
+    only: Callable[[str], bool] | None = None,
+) -> Callable[[int, int, float, int, bytes, int, int, int], _T | float | None]:
     """The record maker of :func:`iter_segments` (``build`` the :class:`Segment` class, ``copy``
     true) and :func:`segment_facts_maker` (``copy`` false: the payload's length is passed instead of
     its bytes): :func:`_segment` with the common Ethernet/IPv4/TCP case inline (one call per
-    packet), IP fragments counted in ``seen``."""
+    packet), IP fragments counted in ``seen``; ``only`` as :func:`iter_segments` has it."""
     unpack_from, names_get = _ETH_IPV4_TCP.unpack_from, _names.get
+    wanted: dict[str, bool] = {}  # connection key -> only(key)
 
     def make(
         index: int, offset: int, ts: float, linktype: int, buf: bytes, start: int, stop: int, data_offset: int
-    ) -> _T | None:
+    ) -> _T | float | None:
         seen.last_ts = ts
         if linktype == _DLT_EN10MB and stop - start >= _ETH_IPV4_TCP_SIZE:
             etype, vihl, total, frag, proto, saddr, daddr, sport, dport, seq, ack, off, flags = unpack_from(
@@ -369,24 +407,34 @@ def _segment_maker(
                 at = 34 + (off >> 4) * 4
                 if end - 34 < 20:
                     return None
-                payload: bytes | int
-                if at < end:
-                    payload = buf[start + at : start + end] if copy else end - at
-                    po = data_offset + at if data_offset >= 0 else -1
-                elif keep_acks or flags & 0x07:  # SYN, FIN, RST
-                    payload, po = b"" if copy else 0, -1
-                else:
+                if at >= end and not keep_acks and not flags & 0x07:  # no data, no SYN, FIN, RST
                     return None
                 names = names_get((saddr, sport, daddr, dport))
                 if names is None:
                     names = connection_names(saddr, sport, daddr, dport)
                 key, src, dst = names
+                if only is not None:
+                    keep = wanted.get(key)
+                    if keep is None:
+                        keep = wanted[key] = only(key)
+                        if len(wanted) > 65536:
+                            wanted.clear()
+                    if not keep:
+                        return ts
+                payload: bytes | int
+                if at < end:
+                    payload = buf[start + at : start + end] if copy else end - at
+                    po = data_offset + at if data_offset >= 0 else -1
+                else:
+                    payload, po = b"" if copy else 0, -1
                 return build(key, src, dst, seq, ack, flags, ts, payload, file, index, offset, po)
         try:
             seg = _segment(linktype, buf, start, stop, ts, file, index, offset, data_offset, keep_acks)
         except _Fragment:
             seen.fragments += 1
             return None
+        if seg is not None and only is not None and not only(seg.key):
+            return ts
         if seg is None or copy:  # (copy: ``build`` is the Segment class, and ``seg`` what it makes)
             return cast("_T | None", seg)
         return build(

@@ -19,9 +19,10 @@ from kcodec.capture.events import CaptureEvent, CaptureIssue
 from kcodec.capture.framing import MAX_FRAME_SIZE
 from kcodec.capture.segments import TH_FIN, TH_RST, TH_SYN, Segment, iter_segments
 
-__all__ = ["CaptureDecoder", "decode_segments", "iter_capture"]
+__all__ = ["SWEEP_EVERY", "CaptureDecoder", "decode_segments", "iter_capture"]
 
-_SWEEP_EVERY = 2048
+SWEEP_EVERY = 2048  # segments between sweeps of closed connections
+_NOTHING: list[tuple[int, int, list[CaptureEvent]]] = []  # (never appended to)
 
 
 class CaptureDecoder:
@@ -45,8 +46,9 @@ class CaptureDecoder:
         self.next_number = first_number
         self.linger = linger
         self.open: dict[str, ConnectionDecoder] = {}
-        self._closing: dict[str, float] = {}  # key -> capture time it was seen closed
-        self._fed = 0
+        # key -> (capture time it was seen closed, index of the segment that closed it)
+        self._closing: dict[str, tuple[float, int]] = {}
+        self._seen = 0  # segments of the capture counted so far (see advance)
         self.connections = 0
 
     def _new(self, key: str) -> ConnectionDecoder:
@@ -64,6 +66,16 @@ class CaptureDecoder:
 
     def feed(self, seg: Segment) -> list[CaptureEvent]:
         """One segment (any connection), in capture order; the events it completes."""
+        out = self.route(seg)
+        swept = self.advance(seg.timestamp)
+        for _, _, events in swept:
+            out = out + events if out else events
+        return out
+
+    def route(self, seg: Segment) -> list[CaptureEvent]:
+        """``seg`` to its connection (opening one if needed): the events it completes. Unlike
+        :meth:`feed`, the segment is not counted and nothing is swept: a decoder that is given only
+        some connections of a capture (one shard of it) calls :meth:`advance` for every segment."""
         key = seg.key
         conn = self.open.get(key)
         out: list[CaptureEvent] = []
@@ -82,28 +94,34 @@ class CaptureDecoder:
         if events:
             out = out + events if out else events
         if conn.closed and key not in self._closing:
-            self._closing[key] = seg.timestamp
-        self._fed += 1
-        if self._fed % _SWEEP_EVERY == 0 and self._closing:
-            out.extend(self._sweep(seg.timestamp))
+            self._closing[key] = (seg.timestamp, self._seen)
         return out
 
-    def _sweep(self, now: float) -> list[CaptureEvent]:
-        """Finish connections closed more than ``linger`` seconds (capture time) ago."""
-        out: list[CaptureEvent] = []
-        for key, when in list(self._closing.items()):
+    def advance(self, now: float) -> list[tuple[int, int, list[CaptureEvent]]]:
+        """Counts one segment of the capture (``now``: its time), routed here or not; every
+        ``SWEEP_EVERY``-th, connections closed more than ``linger`` seconds of capture time ago are
+        finished: ``(index of the segment that closed it, its number, its last events)`` for each, in
+        the order they closed. The cadence counts every segment, so that all shards of a capture sweep at the
+        same places and their events merge into the order one decoder gives."""
+        self._seen += 1
+        if self._seen % SWEEP_EVERY or not self._closing:
+            return _NOTHING
+        out: list[tuple[int, int, list[CaptureEvent]]] = []
+        for key, (when, index) in list(self._closing.items()):
             if now - when >= self.linger:
                 del self._closing[key]
                 conn = self.open.pop(key, None)
                 if conn is not None:
-                    out.extend(conn.finish())
+                    out.append((index, conn.number, conn.finish()))
         return out
 
     def finish(self) -> list[CaptureEvent]:
         """The end of the capture: every open connection is finished, in order of number."""
-        out: list[CaptureEvent] = []
-        for conn in sorted(self.open.values(), key=lambda c: c.number):
-            out.extend(conn.finish())
+        return [ev for _, events in self.finish_each() for ev in events]
+
+    def finish_each(self) -> list[tuple[int, list[CaptureEvent]]]:
+        """:meth:`finish`, as ``(connection number, its last events)`` in order of number."""
+        out = [(conn.number, conn.finish()) for conn in sorted(self.open.values(), key=lambda c: c.number)]
         self.open.clear()
         self._closing.clear()
         return out

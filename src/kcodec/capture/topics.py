@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kcodec.capture.facts import Facts
 
-__all__ = ["ZERO_TOPIC_ID", "TopicDirectory"]
+__all__ = ["ZERO_TOPIC_ID", "TopicDirectory", "named_ids", "renamed", "unnamed_ids"]
 
 ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO: "no id"
 
@@ -22,14 +22,19 @@ class TopicDirectory:
 
     def learn(self, facts: Facts) -> None:
         """Remember every (name, id) pair the frame's facts hold (its topics, then its partitions)."""
+        self.learn_pairs(named_ids(facts))
+
+    def learn_pairs(self, pairs: list[tuple[str, str]]) -> None:
+        """:meth:`learn` of the ``(id, name)`` pairs :func:`named_ids` took from a frame's facts."""
         names = self.names
-        for name, topic_id in facts.topics:
-            if name and topic_id and topic_id != ZERO_TOPIC_ID and names.get(topic_id) != name:
+        for topic_id, name in pairs:
+            if names.get(topic_id) != name:
                 self._remember(topic_id, name)
-        for p in facts.partitions:
-            name, topic_id = p.topic, p.topic_id
-            if name and topic_id and topic_id != ZERO_TOPIC_ID and names.get(topic_id) != name:
-                self._remember(topic_id, name)
+
+    def lookup(self, ids: list[str]) -> dict[str, str]:
+        """What :meth:`resolve` returns for a frame whose :func:`unnamed_ids` are ``ids``."""
+        names = self.names
+        return {topic_id: names[topic_id] for topic_id in ids if topic_id in names}
 
     def _remember(self, topic_id: str, name: str) -> None:
         self.names[topic_id] = name
@@ -48,10 +53,31 @@ class TopicDirectory:
             if name is None and topic_id is not None and topic_id in self.names:
                 facts.topics[i] = (found.setdefault(topic_id, self.names[topic_id]), topic_id)
         if found:
-            facts.error_codes = [(code, _renamed(where, found)) for code, where in facts.error_codes]
+            facts.error_codes = [(code, renamed(where, found)) for code, where in facts.error_codes]
         return found
 
 
-def _renamed(where: str, names: dict[str, str]) -> str:
+def named_ids(facts: Facts) -> list[tuple[str, str]]:
+    """The ``(id, name)`` pairs :meth:`TopicDirectory.learn` would remember from these facts, in its
+    order: so that another process can do the learning (a decoder running in parallel)."""
+    pairs = [(i, n) for n, i in facts.topics if n and i and i != ZERO_TOPIC_ID]
+    pairs += [
+        (p.topic_id, p.topic)
+        for p in facts.partitions
+        if p.topic and p.topic_id and p.topic_id != ZERO_TOPIC_ID
+    ]
+    return pairs
+
+
+def unnamed_ids(facts: Facts) -> list[str]:
+    """The ids of the topics these facts name by id only, each once, in the order
+    :meth:`TopicDirectory.resolve` looks them up (partitions first, then topics)."""
+    ids = [p.topic_id for p in facts.partitions if p.topic is None and p.topic_id is not None]
+    ids += [i for n, i in facts.topics if n is None and i is not None]
+    return list(dict.fromkeys(ids))
+
+
+def renamed(where: str, names: dict[str, str]) -> str:
+    """An error code's place (``topic/partition``) with the topic's id replaced by its name."""
     topic, sep, rest = where.partition("/")
     return names.get(topic, topic) + sep + rest

@@ -119,12 +119,14 @@ class EventFilter:
             )
         return self.keep_frame(event, facts)
 
-    def keep_frame(self, frame: CapturedFrame, facts: Facts | None) -> bool:
+    def keep_frame(self, frame: CapturedFrame, facts: Facts | None, *, topics: bool = True) -> bool:
+        """Whether the frame is shown; ``topics=False``: leaving ``--topic`` aside (for a worker of a
+        parallel decode, which cannot know the names of topics named by id elsewhere)."""
         if self.apis is not None and frame.api_key not in self.apis:
             return False
         if not self.connection_ok(frame.client, frame.server):
             return False
-        if self.topics is not None:
+        if self.topics is not None and topics:
             names = (
                 set() if facts is None else {n for n, _ in facts.topics} | {p.topic for p in facts.partitions}
             )

@@ -18,14 +18,13 @@ from typing import IO, Literal
 import orjson
 
 from kcodec.capture import CapturedFrame, CaptureEvent, CaptureIssue
-from kcodec.capture.facts import Facts, frame_facts
+from kcodec.capture.facts import Facts, event_facts
 from kcodec.capture.stats import CaptureStats
 from kcodec.capture.topics import TopicDirectory
 from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.capture_view import full_view, record_lines, summary_parts
 from kcodec.error_codes import error_name
-from kcodec.errors import KcodecError
 
 __all__ = ["CaptureOutput", "frame_json", "quiet_stdout"]
 
@@ -119,11 +118,8 @@ class CaptureOutput:
             self.shown += 1
 
     def _facts(self, ev: CaptureEvent) -> Facts | None:
-        if not isinstance(ev, CapturedFrame) or ev.body is None or ev.api_version is None:
-            return None
-        try:
-            facts = frame_facts(ev.body, ev.api_version)
-        except (KcodecError, AttributeError, TypeError):
+        facts = event_facts(ev)
+        if facts is None or not isinstance(ev, CapturedFrame):
             return None
         self.topics.learn(facts)
         names = self.topics.resolve(facts)

@@ -55,6 +55,17 @@ class _Progress:
         self.bar.stop()
 
 
+class _Seen:
+    """The bytes of the capture the workers have read, for the progress bar."""
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+
+    @property
+    def count(self) -> int:
+        return int(self.run.position)
+
+
 class Run:
     def __init__(
         self,
@@ -71,8 +82,13 @@ class Run:
         autodetect: bool,
         records: Literal["raw", "base64", "text"],
         progress: bool | None,
+        jobs: int = 1,
+        path: str | None = None,
     ) -> None:
         self.source = source
+        # several worker processes: for JSON lines from a file (the table and the summary: one)
+        self.jobs = jobs if as_json and not summary and path is not None else 1
+        self.path = path
         self.label = label
         self.strict = strict
         self.ports = tuple(dict.fromkeys((*DEFAULT_PORTS, *ports)))
@@ -102,6 +118,8 @@ class Run:
     # --- the loop -------------------------------------------------------------------------------------
 
     def execute(self, conditions: frozenset[str]) -> int:
+        if self.jobs > 1:
+            return self._execute_parallel(conditions)
         progress = _Progress(self.source, self.label) if self.show_progress else None
         try:
             events = iter_capture(
@@ -137,6 +155,46 @@ class Run:
             quiet_stdout()
             return 0
         return 3 if self.output.flags & conditions else 0
+
+    def _execute_parallel(self, conditions: frozenset[str]) -> int:
+        """``execute`` with ``jobs`` worker processes (:mod:`kcodec.cli.capture_parallel`)."""
+        from kcodec.cli.capture_parallel import ParallelJson, WorkerFailed
+
+        assert self.path is not None and self.output.jsonout is not None
+        run = ParallelJson(
+            self.path,
+            self.jobs,
+            flt=self.output.flt,
+            jsonout=self.output.jsonout,
+            count=self.output.count,
+            records=self.output.records,
+            options={"ports": self.ports, "autodetect": self.autodetect, "strict": self.strict},
+        )
+        progress = _Progress(self.source, self.label) if self.show_progress else None
+        if progress is not None:
+            progress.source = _Seen(run)
+        try:
+            run.run(progress)
+            self._stop(progress)
+            self.output.flush()
+        except WorkerFailed as e:
+            self._stop(progress)
+            if not e.unreadable:
+                raise
+            click.echo(f"kcodec decode-capture: {self.label}: {e}", err=True)
+            return 1
+        except KeyboardInterrupt:
+            run.stop()
+            self._stop(progress)
+            self.output.flush()
+            click.echo("interrupted", err=True)
+            return 130
+        except BrokenPipeError:
+            run.stop()
+            self._stop(progress)
+            quiet_stdout()
+            return 0
+        return 3 if run.flags & conditions else 0
 
     def _stop(self, progress: _Progress | None) -> None:
         if progress is not None:

@@ -50,6 +50,16 @@ def _fail_on(values: tuple[str, ...]) -> frozenset[str]:
     return frozenset(out)
 
 
+def _jobs(jobs: int | None, capture: str) -> int:
+    if capture == "-" or not Path(capture).is_file():
+        return 1  # (standard input, a pipe or a device: read once, by one process)
+    if jobs is not None:
+        return jobs
+    from kcodec.cli.capture_parallel import default_jobs
+
+    return default_jobs(capture)
+
+
 @click.command("decode-capture", context_settings=CONTEXT_SETTINGS)
 @click.argument("capture", metavar="CAPTURE")
 @click.option(
@@ -103,6 +113,15 @@ def _fail_on(values: tuple[str, ...]) -> frozenset[str]:
     "keys/values as base64 or as text where valid UTF-8 (table: a line per record).",
 )
 @click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1, max=64),
+    default=None,
+    metavar="N",
+    help="Worker processes for --json from a file, each decoding a share of the connections; the "
+    "output is the same as with one. Default: one per core (up to 8) for files of 16 MiB or more.",
+)
+@click.option(
     "--progress/--no-progress",
     default=None,
     help="Progress on stderr (default: when it is a terminal and the frames do not go to the same terminal).",
@@ -123,6 +142,7 @@ def decode_capture_command(
     ports: tuple[int, ...],
     no_autodetect: bool,
     records_mode: Literal["raw", "base64", "text"],
+    jobs: int | None,
     progress: bool | None,
 ) -> None:
     """Decode the Kafka traffic in a pcap/pcapng capture (CAPTURE: a file, or - for standard input).
@@ -162,6 +182,8 @@ def decode_capture_command(
         autodetect=not no_autodetect,
         records=records_mode,
         progress=progress,
+        jobs=_jobs(jobs, capture),
+        path=None if capture == "-" else capture,
     )
     try:
         code = run.execute(conditions)

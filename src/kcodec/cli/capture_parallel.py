@@ -1,0 +1,320 @@
+"""``kcodec decode-capture --json -j N``: a capture file decoded by N worker processes, one shard of
+its connections each (:mod:`kcodec.capture.shard`), the JSON lines merged back into the order, and
+the bytes, that one process writes.
+
+Each worker reads the whole file (packets and segments are the cheap part) and decodes only its
+connections: reassembly, framing, pairing, decoding, facts and the JSON of each frame. What depends
+on other connections is left to the parent, which merges the workers' output by key:
+
+- connection numbers (capture-wide: the n-th connection opened is #n);
+- topic names: a frame that names topics by id only is given the names learnt from Metadata seen
+  earlier on *any* connection, so workers send the ``(id, name)`` pairs their frames hold, and
+  the ids they could not name; the parent keeps the one :class:`TopicDirectory`;
+- the ``--topic`` filter and ``-c`` (which need those names, or the global order), ``--fail-on``.
+
+A frame's JSON line is built by the worker up to its ``diagnostics``; the parent writes
+``{"type":"frame","time":T,"connection":N,`` + that + ``topic_names`` (if any) + ``error_codes``.
+Workers ignore Ctrl-C (the parent stops them) and send their output in batches, each with a mark
+of how far into the capture they are, so that the parent never waits for a worker that has nothing
+to say about the part of the capture being merged. Memory: each worker holds what one process
+would for its connections; the parent, a batch per worker.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import queue
+import signal
+import threading
+import traceback
+from multiprocessing.connection import Connection
+from typing import IO, Any, cast
+
+import orjson
+
+from kcodec.capture import CapturedFrame, CaptureFileError, CaptureIssue
+from kcodec.capture.facts import event_facts
+from kcodec.capture.shard import BatchMerge, Closed, Key, Numbering, Opened, iter_shard
+from kcodec.capture.topics import TopicDirectory, named_ids, renamed, unnamed_ids
+from kcodec.cli.capture_filters import EventFilter
+from kcodec.cli.capture_output import RecordsMode, frame_json
+from kcodec.error_codes import error_name
+
+__all__ = ["ParallelJson", "WorkerFailed", "default_jobs"]
+
+_BATCH_BYTES = 1 << 20
+_READ_AHEAD = 16  # batches (of at most about _BATCH_BYTES) read ahead per worker
+_ERR, _DIAG, _CODES = 1, 2, 4  # a frame's --fail-on flags
+
+
+class WorkerFailed(Exception):
+    """A worker could not decode its shard; the text says why (a traceback if it was a bug)."""
+
+    def __init__(self, text: str, unreadable: bool) -> None:
+        super().__init__(text)
+        self.unreadable = unreadable  # the file is no capture (exit 1, as one process would)
+
+
+def default_jobs(path: str, size_threshold: int = 16 << 20) -> int:
+    """Workers for a capture file by default: one per available core (at most 8) for a regular file
+    of at least 16 MiB; 1 (no workers) otherwise."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return 1
+    if not os.path.isfile(path) or st.st_size < size_threshold:
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # (not Linux)
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
+
+
+def _widen(pipe: Connection) -> None:
+    """A pipe of 1 MiB rather than 64 KiB where the system allows (fewer, larger reads and writes)."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(pipe.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), _BATCH_BYTES)
+    except (ImportError, OSError):
+        pass
+
+
+# --- the worker side ------------------------------------------------------------------------------
+
+
+class _Position:
+    """A binary file that counts the bytes read (the progress the parent shows)."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self.f = f
+        self.count = 0
+        self.name = getattr(f, "name", "-")
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n)
+        self.count += len(data)
+        return data
+
+    def seek(self, pos: int) -> int:
+        self.count = pos
+        return self.f.seek(pos)
+
+
+def _frame_item(ev: CapturedFrame, flt: EventFilter, records: RecordsMode) -> tuple[str, Any] | None:
+    """What the parent needs of a frame: ``("f", ...)`` to show it, ``("l", pairs)`` when a filter
+    that does not depend on other connections drops it but its topic names are to be learnt."""
+    facts = event_facts(ev)
+    pairs = named_ids(facts) if facts is not None else []
+    if not flt.keeps_all and not flt.keep_frame(ev, facts, topics=False):
+        return ("l", pairs) if pairs else None
+    unnamed = unnamed_ids(facts) if facts is not None else []
+    codes = facts.error_codes if facts is not None else []
+    d = ev.to_dict(records=records)
+    del d["type"], d["connection"]
+    when = orjson.dumps(d.pop("time"))
+    bits = (_ERR if ev.error is not None else 0) | (_DIAG if ev.diagnostics else 0) | (_CODES if codes else 0)
+    named = None
+    if flt.topics is not None and facts is not None:
+        named = {n for n, _ in facts.topics} | {p.topic for p in facts.partitions}
+    tail: Any = codes if unnamed else _codes_json(codes, {})
+    return "f", (ev.connection, when, orjson.dumps(d), tail, pairs, unnamed, bits, named)
+
+
+def _codes_json(codes: list[tuple[int, str]], names: dict[str, str]) -> bytes:
+    """``error_codes`` as :func:`~kcodec.cli.capture_output.frame_json` writes it."""
+    return orjson.dumps(
+        [
+            {"code": code, "name": error_name(code), "where": renamed(where, names) if names else where}
+            for code, where in codes
+        ]
+    )
+
+
+def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Connection) -> None:
+    """A worker process: shard ``shard`` of the capture, sent to the parent in batches."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    flt: EventFilter = options.pop("flt")
+    records: RecordsMode = options.pop("records")
+    try:
+        with open(path, "rb") as f:
+            source = _Position(f)
+            batch: list[tuple[Key, str, Any]] = []
+            size = 0
+            for key, item in iter_shard(cast(IO[bytes], source), shard, shards, position=source, **options):
+                if isinstance(item, CapturedFrame):
+                    entry = _frame_item(item, flt, records)
+                    if entry is None:
+                        continue
+                    batch.append((key, *entry))
+                    size += len(entry[1][2]) if entry[0] == "f" else 0
+                    if size < _BATCH_BYTES:
+                        continue
+                elif isinstance(item, CaptureIssue):
+                    batch.append((key, "i", item))
+                    continue
+                elif isinstance(item, Opened):
+                    batch.append((key, "o", item.number))
+                    continue
+                elif isinstance(item, Closed):
+                    batch.append((key, "c", item.number))
+                    continue
+                else:  # a Mark: send what there is (the parent learns how far this shard has got)
+                    batch.append((key, "m", item.position))
+                out.send_bytes(pickle.dumps(("batch", batch), protocol=pickle.HIGHEST_PROTOCOL))
+                batch, size = [], 0
+            out.send_bytes(pickle.dumps(("done", batch), protocol=pickle.HIGHEST_PROTOCOL))
+    except CaptureFileError as e:
+        out.send_bytes(pickle.dumps(("unreadable", str(e))))
+    except BrokenPipeError:  # the parent stopped (-c N reached, or its reader went away)
+        pass
+    except BaseException:  # a bug: its traceback, for the parent to show
+        out.send_bytes(pickle.dumps(("bug", traceback.format_exc())))
+    finally:
+        out.close()
+
+
+# --- the parent side ------------------------------------------------------------------------------
+
+
+class ParallelJson:
+    """Runs the workers and writes the merged JSON lines (see the module docstring). ``source``: an
+    object whose ``count`` is set to the bytes read (the progress bar's)."""
+
+    def __init__(
+        self,
+        path: str,
+        jobs: int,
+        *,
+        flt: EventFilter,
+        jsonout: IO[bytes],
+        count: int | None,
+        records: RecordsMode,
+        options: dict[str, Any],
+    ) -> None:
+        self.path = path
+        self.jobs = jobs
+        self.flt = flt
+        self.jsonout = jsonout
+        self.count = count
+        self.records = records
+        self.options = options
+        self.flags: set[str] = set()
+        self.shown = 0
+        self.position = 0
+        self._procs: list[Any] = []
+        self._numbering = Numbering()
+        self._topics = TopicDirectory()
+
+    def run(self, progress: Any = None) -> None:
+        """Decode and write everything (or ``count`` frames). Raises :class:`WorkerFailed`."""
+        methods = multiprocessing.get_all_start_methods()
+        ctx: Any = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        readers: list[Connection] = []
+        try:
+            for k in range(self.jobs):
+                reader, writer = ctx.Pipe(duplex=False)
+                _widen(writer)
+                opts = {**self.options, "flt": self.flt, "records": self.records}
+                proc = ctx.Process(target=_work, args=(self.path, k, self.jobs, opts, writer), daemon=True)
+                proc.start()
+                writer.close()
+                readers.append(reader)
+                self._procs.append(proc)
+            self._merge(self._feeds(readers), progress)
+        finally:
+            self.stop()
+            for r in readers:
+                r.close()
+
+    def stop(self) -> None:
+        """Stop the workers still running (``-c`` reached, Ctrl-C, a closed pipe)."""
+        for proc in self._procs:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in self._procs:
+            proc.join(5)
+        self._procs = []
+
+    def _feeds(self, readers: list[Connection]) -> list[queue.Queue[bytes | None]]:
+        """A queue of each worker's messages, filled by a thread that reads ahead (up to
+        ``_READ_AHEAD``), so that a worker does not wait for the merge to reach its part of the
+        capture before going on; None when the worker's pipe closes."""
+        feeds: list[queue.Queue[bytes | None]] = []
+        for k, reader in enumerate(readers):
+            messages: queue.Queue[bytes | None] = queue.Queue(_READ_AHEAD)
+
+            def read(reader: Connection = reader, messages: queue.Queue[bytes | None] = messages) -> None:
+                try:
+                    while True:
+                        messages.put(reader.recv_bytes())
+                except (EOFError, OSError):
+                    messages.put(None)
+
+            threading.Thread(target=read, name=f"kcodec-shard-{k}", daemon=True).start()
+            feeds.append(messages)
+        return feeds
+
+    def _merge(self, feeds: list[queue.Queue[bytes | None]], progress: Any) -> None:
+        merge = BatchMerge(len(feeds))
+        while (k := merge.waiting_for()) is not None:
+            message = feeds[k].get()
+            if message is None:
+                raise WorkerFailed(f"worker {k} stopped without finishing", False)
+            kind, payload = pickle.loads(message)
+            if kind not in ("batch", "done"):
+                raise WorkerFailed(payload, kind == "unreadable")
+            merge.add(k, payload or [], done=kind == "done")
+            if self._write(merge.take(), progress):
+                return
+
+    def _write(self, items: list[tuple[Any, ...]], progress: Any) -> bool:
+        """Show merged items; True once ``count`` frames are shown."""
+        numbering, topics, flags = self._numbering, self._topics, self.flags
+        write = self.jsonout.write
+        topic_filter = self.flt.topics
+        for _, k, tag, data in items:
+            if tag == "f":
+                conn, when, mid, tail, pairs, unnamed, bits, named = data
+                if pairs:
+                    topics.learn_pairs(pairs)
+                found = topics.lookup(unnamed) if unnamed else {}
+                if topic_filter is not None and not ((named or set()) | set(found.values())) & topic_filter:
+                    continue
+                if bits:
+                    if bits & _ERR:
+                        flags.add("errors")
+                    if bits & _DIAG:
+                        flags.add("diagnostics")
+                    if bits & _CODES:
+                        flags.add("error-codes")
+                write(b'{"type":"frame","time":%b,"connection":%d,' % (when, numbering(k, conn)))
+                write(memoryview(mid)[1:-1])
+                if found:
+                    write(b',"topic_names":' + orjson.dumps(found))
+                codes = tail if isinstance(tail, bytes) else _codes_json(tail, found)
+                write(b',"error_codes":' + codes + b"}\n")
+                self.shown += 1
+                if self.count is not None and self.shown >= self.count:
+                    return True
+            elif tag == "o":
+                numbering.opened(k, data)
+            elif tag == "c":
+                numbering.closed(k, data)
+            elif tag == "l":
+                topics.learn_pairs(data)
+            elif tag == "i":
+                issue: CaptureIssue = data
+                if issue.connection is not None:
+                    issue.connection = numbering(k, issue.connection)
+                if self.flt.keep(issue, None):
+                    flags.add("issues")
+                    write(frame_json(issue, None))
+            elif k == 0:  # a mark of the first shard: how far into the file
+                self.position = data
+                if progress is not None:
+                    progress.update()
+        return False

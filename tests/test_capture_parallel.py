@@ -1,0 +1,194 @@
+"""``kcodec decode-capture --json -j N``: N worker processes, each decoding a shard of the connections,
+give the same bytes as one process (frames, issues, connection numbers, topic names learnt on one
+connection and used on another, filters, ``-c``, ``--fail-on``), and :mod:`kcodec.capture.shard`
+merges shards back into exactly the events and order of ``iter_capture``."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pcap_build import Conversation, pcap_header, pcap_record
+
+import kcodec
+from kcodec.capture import iter_capture
+from kcodec.capture.segments import iter_segments
+from kcodec.capture.shard import BatchMerge, iter_sharded
+from kcodec.capture.stream import SWEEP_EVERY
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDED = [ROOT / "samples" / "sample.pcap", *sorted((ROOT / "tests" / "captures").rglob("*.pcap"))]
+TOPIC_ID = uuid.UUID("6b1d3c52-2f1e-4a55-9b3e-0c8f5b7f2a11").bytes
+
+_META: Any = kcodec.message_class("MetadataResponse")
+_META_REQ: Any = kcodec.message_class("MetadataRequest")
+_FETCH: Any = kcodec.message_class("FetchRequest")
+_FETCH_RESP: Any = kcodec.message_class("FetchResponse")
+_HEARTBEAT: Any = kcodec.message_class("HeartbeatRequest")
+_HEARTBEAT_RESP: Any = kcodec.message_class("HeartbeatResponse")
+
+
+def _metadata(corr: int) -> tuple[bytes, bytes]:
+    req = kcodec.encode_request(_META_REQ(topics=None), 12, correlation_id=corr)
+    part = _META.MetadataResponsePartition(partition_index=0, leader_id=1, leader_epoch=7)
+    topic = _META.MetadataResponseTopic(name="orders", topic_id=TOPIC_ID, partitions=[part])
+    broker = _META.MetadataResponseBroker(node_id=1, host="b1", port=9092)
+    resp = kcodec.encode_response(_META(brokers=[broker], topics=[topic]), 12, correlation_id=corr)
+    return req, resp
+
+
+def _fetch(corr: int, error: int) -> tuple[bytes, bytes]:
+    fp = _FETCH.FetchPartition(partition=0, current_leader_epoch=7, fetch_offset=corr)
+    req = kcodec.encode_request(
+        _FETCH(topics=[_FETCH.FetchTopic(topic_id=TOPIC_ID, partitions=[fp])]), 13, correlation_id=corr
+    )
+    pd = _FETCH_RESP.PartitionData(partition_index=0, error_code=error, high_watermark=corr)
+    topic = _FETCH_RESP.FetchableTopicResponse(topic_id=TOPIC_ID, partitions=[pd])
+    return req, kcodec.encode_response(_FETCH_RESP(responses=[topic]), 13, correlation_id=corr)
+
+
+def _heartbeat(corr: int) -> tuple[bytes, bytes]:
+    req = kcodec.encode_request(
+        _HEARTBEAT(group_id="g", generation_id=1, member_id="m"), 4, correlation_id=corr
+    )
+    return req, kcodec.encode_response(_HEARTBEAT_RESP(), 4, correlation_id=corr)
+
+
+def busy_capture(path: Path) -> None:
+    """24 connections over about 70 s of capture time, interleaved: Fetch v13 by topic id on most,
+    the Metadata that names that id on one of them (opened later than some fetchers), a
+    FENCED_LEADER_EPOCH error, heartbeats; most are closed early enough to be swept, one 4-tuple is
+    reused (a SYN after its close), one request is never answered, and one pcap record is damaged."""
+    rng = random.Random(7)
+    packets: list[tuple[float, bytes]] = []
+    t0 = 1_700_000_000.0
+    ends: dict[int, float] = {}
+    for n in range(24):
+        start, port = t0 + n * 0.9, 41000 + n
+        if n == 23:  # connection 5's 4-tuple again, a second after it closed (before it is swept)
+            start, port = ends[5] + 1.0, 41005
+        conv = Conversation(("10.1.0.1", port), ("10.1.0.9", 9092), t=start, cseq=1000 + n, step=0.01).open()
+        for corr in range(1, 120):
+            if n == 3 and corr == 5:
+                req, resp = _metadata(corr)
+            elif n % 4 == 1:
+                req, resp = _heartbeat(corr)
+            else:
+                req, resp = _fetch(corr, 74 if (n, corr) == (10, 20) else 0)
+            conv.request(req)
+            if (n, corr) != (17, 119):  # (never answered)
+                conv.response(resp)
+            conv.t += rng.random() * 0.02
+        if n % 6 != 0:
+            conv.close()
+        ends[n] = conv.t
+        packets += conv.packets
+    packets.sort(key=lambda p: p[0])
+    records = [pcap_record(ts, data) for ts, data in packets]
+    damaged = bytearray(records[3000])
+    damaged[8:12] = (16 << 20).to_bytes(4, "little")  # incl_len: 16 MiB
+    records[3000] = bytes(damaged)
+    path.write_bytes(pcap_header() + b"".join(records))
+
+
+@pytest.fixture(scope="module")
+def busy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("parallel") / "busy.pcap"
+    busy_capture(path)
+    return path
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "kcodec.cli", "decode-capture", *args], capture_output=True, timeout=120
+    )
+
+
+def test_the_busy_capture_has_what_the_tests_need(busy: Path) -> None:
+    events = [e.to_dict() for e in iter_capture(busy)]
+    segments = sum(1 for _ in iter_segments(busy))
+    assert segments > 2 * SWEEP_EVERY  # connections are swept (finished before the end) ...
+    frames = [e for e in events if e["type"] == "frame"]
+    assert len({e["connection"] for e in frames}) == 24  # ... and a 4-tuple reused
+    assert len({(e["client"], e["server"]) for e in frames}) == 23
+    kinds = {e["kind"] for e in events if e["type"] == "issue"}
+    assert "capture-file" in kinds  # the damaged record
+    shown = [json.loads(line) for line in _cli("--json", "-j", "1", str(busy)).stdout.splitlines()]
+    meta = {e["connection"] for e in shown if e.get("api_name") == "Metadata"}
+    named = {e["connection"] for e in shown if e.get("topic_names")}
+    assert len(meta) == 1 and len(named - meta) > 5  # names learnt on one connection, used on others
+
+
+@pytest.mark.parametrize("shards", [2, 3, 5])
+def test_shards_merge_into_the_events_of_one_decoder(busy: Path, shards: int) -> None:
+    for path in [busy, *RECORDED]:
+        whole = [e.to_dict() for e in iter_capture(path)]
+        assert [e.to_dict() for e in iter_sharded(path, shards)] == whole, path
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (),
+        ("--topic", "orders"),
+        ("--api", "Fetch", "--errors-only"),
+        ("--client", ":41003"),
+        ("-c", "37"),
+        ("--records", "text"),
+    ],
+    ids=["all", "topic", "api-errors", "client", "count", "records"],
+)
+def test_workers_write_the_bytes_one_process_writes(busy: Path, args: tuple[str, ...]) -> None:
+    one = _cli("--json", "-j", "1", *args, str(busy))
+    assert one.returncode == 0 and one.stdout, one.stderr
+    for jobs in ("2", "3"):
+        many = _cli("--json", "-j", jobs, *args, str(busy))
+        assert (many.returncode, many.stderr) == (0, b"")
+        assert many.stdout == one.stdout, (jobs, args)
+
+
+def test_recorded_captures_and_fail_on(busy: Path) -> None:
+    for path in RECORDED:
+        one = _cli("--json", "-j", "1", "--fail-on", "diagnostics", str(path))
+        many = _cli("--json", "-j", "3", "--fail-on", "diagnostics", str(path))
+        assert (many.stdout, many.returncode) == (one.stdout, one.returncode), path
+    for what in ("issues", "errors", "error-codes"):
+        one = _cli("--json", "-j", "1", "--fail-on", what, str(busy))
+        many = _cli("--json", "-j", "2", "--fail-on", what, str(busy))
+        assert one.returncode == many.returncode == 3, what
+
+
+def test_not_a_capture_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.pcap"
+    bad.write_bytes(b"this is not a capture at all" * 1000)
+    one, many = _cli("--json", "-j", "1", str(bad)), _cli("--json", "-j", "2", str(bad))
+    assert one.returncode == many.returncode == 1
+    assert (
+        many.stderr == one.stderr and len(many.stderr.splitlines()) == 1 and b"Traceback" not in many.stderr
+    )
+
+
+def test_batch_merge_gives_key_order() -> None:
+    rng = random.Random(3)
+    keys = sorted({(rng.randrange(1000), rng.randrange(2), rng.randrange(5)) for _ in range(3000)})
+    shards: list[list[tuple[Any, ...]]] = [[], [], []]
+    for key in keys:
+        shards[rng.randrange(3)].append((key, "x"))
+    merge = BatchMerge(3)
+    out: list[tuple[Any, ...]] = []
+    positions = [0, 0, 0]
+    while (k := merge.waiting_for()) is not None:
+        n = rng.randrange(0, 40)
+        batch = shards[k][positions[k] : positions[k] + n]
+        positions[k] += n
+        merge.add(k, batch, done=positions[k] >= len(shards[k]))
+        out += merge.take()
+    assert [item[0] for item in out] == keys
+    owner = {key: k for k, items in enumerate(shards) for key, _ in items}
+    assert [(key, k) for key, k, _ in out] == [(key, owner[key]) for key in keys]
