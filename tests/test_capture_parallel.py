@@ -1,7 +1,8 @@
-"""``kcodec decode-capture --json -j N``: N worker processes, each decoding a shard of the connections,
-give the same bytes as one process (frames, issues, connection numbers, topic names learnt on one
-connection and used on another, filters, ``-c``, ``--fail-on``), and :mod:`kcodec.capture.shard`
-merges shards back into exactly the events and order of ``iter_capture``."""
+"""``kcodec decode-capture -j N``: N worker processes, each decoding a shard of the connections, give
+the same bytes as one process, as JSON lines and as the table (frames, issues, connection numbers,
+topic names learnt on one connection and used on another, filters, ``-c``, ``-V``, ``--records``,
+``--fail-on``), and :mod:`kcodec.capture.shard` merges shards back into exactly the events and order
+of ``iter_capture``."""
 
 from __future__ import annotations
 
@@ -144,20 +145,23 @@ def test_shards_merge_into_the_events_of_one_decoder(busy: Path, shards: int) ->
     ],
     ids=["all", "topic", "api-errors", "client", "count", "records"],
 )
-def test_workers_write_the_bytes_one_process_writes(busy: Path, args: tuple[str, ...]) -> None:
-    one = _cli("--json", "-j", "1", *args, str(busy))
+@pytest.mark.parametrize("form", ["--json", "table"])
+def test_workers_write_the_bytes_one_process_writes(busy: Path, args: tuple[str, ...], form: str) -> None:
+    shown = ("--json",) if form == "--json" else ("-V",) if "--client" in args else ()
+    one = _cli(*shown, "-j", "1", *args, str(busy))
     assert one.returncode == 0 and one.stdout, one.stderr
     for jobs in ("2", "3"):
-        many = _cli("--json", "-j", jobs, *args, str(busy))
+        many = _cli(*shown, "-j", jobs, *args, str(busy))
         assert (many.returncode, many.stderr) == (0, b"")
         assert many.stdout == one.stdout, (jobs, args)
 
 
 def test_recorded_captures_and_fail_on(busy: Path) -> None:
     for path in RECORDED:
-        one = _cli("--json", "-j", "1", "--fail-on", "diagnostics", str(path))
-        many = _cli("--json", "-j", "3", "--fail-on", "diagnostics", str(path))
-        assert (many.stdout, many.returncode) == (one.stdout, one.returncode), path
+        for form in ("--json", "-V"):
+            one = _cli(form, "-j", "1", "--fail-on", "diagnostics", str(path))
+            many = _cli(form, "-j", "3", "--fail-on", "diagnostics", str(path))
+            assert (many.stdout, many.returncode) == (one.stdout, one.returncode), (path, form)
     for what in ("issues", "errors", "error-codes"):
         one = _cli("--json", "-j", "1", "--fail-on", what, str(busy))
         many = _cli("--json", "-j", "2", "--fail-on", what, str(busy))

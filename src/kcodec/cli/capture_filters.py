@@ -36,9 +36,7 @@ def parse_apis(values: Iterable[str]) -> frozenset[int] | None:
             except KcodecError:
                 close = difflib.get_close_matches(item, [a.name for a in _all_apis()], n=3, cutoff=0.6)
                 hint = f"; did you mean {', '.join(close)}?" if close else " (see `kcodec apis`)"
-                raise click.BadParameter(
-                    f"no Kafka API named {item!r}{hint}", param_hint="--api"
-                ) from None
+                raise click.BadParameter(f"no Kafka API named {item!r}{hint}", param_hint="--api") from None
     return frozenset(keys) if keys else None
 
 
@@ -101,7 +99,10 @@ class EventFilter:
     def keeps_all(self) -> bool:
         """No filter is set: every event is kept."""
         return (
-            self.apis is None and not self.clients and not self.servers and self.topics is None
+            self.apis is None
+            and not self.clients
+            and not self.servers
+            and self.topics is None
             and not self.errors_only
         )
 

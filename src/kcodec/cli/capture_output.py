@@ -26,7 +26,7 @@ from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.capture_view import full_view, record_lines, summary_parts
 from kcodec.error_codes import error_name
 
-__all__ = ["CaptureOutput", "frame_json", "quiet_stdout"]
+__all__ = ["CaptureOutput", "Totals", "frame_json", "quiet_stdout"]
 
 RecordsMode = Literal["raw", "base64", "text"]
 
@@ -45,7 +45,7 @@ def frame_json(ev: CaptureEvent, facts: Facts | None, records: RecordsMode = "ra
     return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
 
 
-class _Totals:
+class Totals:
     """What the table's last line counts (every event, shown or not)."""
 
     def __init__(self) -> None:
@@ -56,11 +56,25 @@ class _Totals:
         if isinstance(ev, CaptureIssue):
             self.issues += 1
             return
+        self.frame(ev.connection, ev.direction == "request", ev.error is not None, bool(ev.diagnostics))
+
+    def frame(self, connection: int, request: bool, error: bool, nonconformant: bool) -> None:
         self.frames += 1
-        self.requests += ev.direction == "request"
-        self.undecodable += ev.error is not None
-        self.nonconformant += bool(ev.diagnostics)
-        self.connections.add(ev.connection)
+        self.requests += request
+        self.undecodable += error
+        self.nonconformant += nonconformant
+        self.connections.add(connection)
+
+    def line(self, shown: int) -> str:
+        """The last line of the table (``shown``: the frames shown)."""
+        line = (
+            f"{self.frames} frames ({self.requests} requests, {self.frames - self.requests} responses) on "
+            f"{len(self.connections)} connections; {self.undecodable} undecodable; {self.nonconformant} "
+            f"non-conformant; {self.issues} stream issues"
+        )
+        if shown != self.frames:
+            line += f"; {shown} frames shown"
+        return line
 
 
 class CaptureOutput:
@@ -90,7 +104,7 @@ class CaptureOutput:
         self.verbose = verbose
         self.records = records
         self.stats = CaptureStats()
-        self.totals = _Totals()
+        self.totals = Totals()
         self.topics = TopicDirectory()
         self.seen_conns: set[int] = set()
         self.shown = 0  # frames shown
@@ -168,15 +182,7 @@ class CaptureOutput:
                 print_summary(self.stats.to_dict(), sys.stdout.isatty())
             return
         if self.table is not None:
-            t = self.totals
-            line = (
-                f"{t.frames} frames ({t.requests} requests, {t.frames - t.requests} responses) on "
-                f"{len(t.connections)} connections; {t.undecodable} undecodable; {t.nonconformant} "
-                f"non-conformant; {t.issues} stream issues"
-            )
-            if self.shown != t.frames:
-                line += f"; {self.shown} frames shown"
-            self.table.line(line)
+            self.table.line(self.totals.line(self.shown))
 
     def flush(self) -> None:
         if self.jsonout is not None:

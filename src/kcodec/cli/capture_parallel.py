@@ -1,10 +1,11 @@
-"""``kcodec decode-capture --json -j N``: a capture file decoded by N worker processes, one shard of
-its connections each (:mod:`kcodec.capture.shard`), the JSON lines merged back into the order, and
-the bytes, that one process writes.
+"""``kcodec decode-capture -j N``: a capture file decoded by N worker processes, one shard of its
+connections each (:mod:`kcodec.capture.shard`), their JSON lines or table rows merged back into the
+order, and the bytes, that one process writes.
 
 Each worker reads the whole file (packets and segments are the cheap part) and decodes only its
-connections: reassembly, framing, pairing, decoding, facts and the JSON of each frame. What depends
-on other connections is left to the parent, which merges the workers' output by key:
+connections: reassembly, framing, pairing, decoding, facts and the JSON or summary of each frame
+(:mod:`kcodec.cli.parallel_items`). What depends on other connections is left to the parent
+(:mod:`kcodec.cli.parallel_sink`), which merges the workers' output by key:
 
 - connection numbers (capture-wide: the n-th connection opened is #n);
 - topic names: a frame that names topics by id only is given the names learnt from Metadata seen
@@ -14,6 +15,9 @@ on other connections is left to the parent, which merges the workers' output by 
 
 A frame's JSON line is built by the worker up to its ``diagnostics``; the parent writes
 ``{"type":"frame","time":T,"connection":N,`` + that + ``topic_names`` (if any) + ``error_codes``.
+A table row's summary is made by the worker, unless the frame names topics by id only: then the
+parent makes it, from the frame's facts once it has resolved the names.
+
 Workers ignore Ctrl-C (the parent stops them) and send their output in batches, each with a mark
 of how far into the capture they are, so that the parent never waits for a worker that has nothing
 to say about the part of the capture being merged. Memory: each worker holds what one process
@@ -32,21 +36,17 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import IO, Any, cast
 
-import orjson
-
 from kcodec.capture import CapturedFrame, CaptureFileError, CaptureIssue
-from kcodec.capture.facts import event_facts
-from kcodec.capture.shard import BatchMerge, Closed, Key, Numbering, Opened, iter_shard
-from kcodec.capture.topics import TopicDirectory, named_ids, renamed, unnamed_ids
+from kcodec.capture.shard import BatchMerge, Closed, Key, Opened, iter_shard
 from kcodec.cli.capture_filters import EventFilter
-from kcodec.cli.capture_output import RecordsMode, frame_json
-from kcodec.error_codes import error_name
+from kcodec.cli.capture_output import RecordsMode
+from kcodec.cli.parallel_items import frame_item
+from kcodec.cli.parallel_sink import MergedOutput
 
-__all__ = ["ParallelJson", "WorkerFailed", "default_jobs"]
+__all__ = ["ParallelRun", "WorkerFailed", "default_jobs"]
 
 _BATCH_BYTES = 1 << 20
 _READ_AHEAD = 16  # batches (of at most about _BATCH_BYTES) read ahead per worker
-_ERR, _DIAG, _CODES = 1, 2, 4  # a frame's --fail-on flags
 
 
 class WorkerFailed(Exception):
@@ -104,41 +104,13 @@ class _Position:
         return self.f.seek(pos)
 
 
-def _frame_item(ev: CapturedFrame, flt: EventFilter, records: RecordsMode) -> tuple[str, Any] | None:
-    """What the parent needs of a frame: ``("f", ...)`` to show it, ``("l", pairs)`` when a filter
-    that does not depend on other connections drops it but its topic names are to be learnt."""
-    facts = event_facts(ev)
-    pairs = named_ids(facts) if facts is not None else []
-    if not flt.keeps_all and not flt.keep_frame(ev, facts, topics=False):
-        return ("l", pairs) if pairs else None
-    unnamed = unnamed_ids(facts) if facts is not None else []
-    codes = facts.error_codes if facts is not None else []
-    d = ev.to_dict(records=records)
-    del d["type"], d["connection"]
-    when = orjson.dumps(d.pop("time"))
-    bits = (_ERR if ev.error is not None else 0) | (_DIAG if ev.diagnostics else 0) | (_CODES if codes else 0)
-    named = None
-    if flt.topics is not None and facts is not None:
-        named = {n for n, _ in facts.topics} | {p.topic for p in facts.partitions}
-    tail: Any = codes if unnamed else _codes_json(codes, {})
-    return "f", (ev.connection, when, orjson.dumps(d), tail, pairs, unnamed, bits, named)
-
-
-def _codes_json(codes: list[tuple[int, str]], names: dict[str, str]) -> bytes:
-    """``error_codes`` as :func:`~kcodec.cli.capture_output.frame_json` writes it."""
-    return orjson.dumps(
-        [
-            {"code": code, "name": error_name(code), "where": renamed(where, names) if names else where}
-            for code, where in codes
-        ]
-    )
-
-
 def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Connection) -> None:
     """A worker process: shard ``shard`` of the capture, sent to the parent in batches."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     flt: EventFilter = options.pop("flt")
     records: RecordsMode = options.pop("records")
+    table: bool = options.pop("table")
+    verbose: bool = options.pop("verbose")
     try:
         with open(path, "rb") as f:
             source = _Position(f)
@@ -146,11 +118,9 @@ def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Conn
             size = 0
             for key, item in iter_shard(cast(IO[bytes], source), shard, shards, position=source, **options):
                 if isinstance(item, CapturedFrame):
-                    entry = _frame_item(item, flt, records)
-                    if entry is None:
-                        continue
-                    batch.append((key, *entry))
-                    size += len(entry[1][2]) if entry[0] == "f" else 0
+                    tag, data = frame_item(item, flt, records, table, verbose)
+                    batch.append((key, tag, data))
+                    size += len(data.body) if tag == "f" and not table else 1024
                     if size < _BATCH_BYTES:
                         continue
                 elif isinstance(item, CaptureIssue):
@@ -180,37 +150,25 @@ def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Conn
 # --- the parent side ------------------------------------------------------------------------------
 
 
-class ParallelJson:
-    """Runs the workers and writes the merged JSON lines (see the module docstring). ``source``: an
-    object whose ``count`` is set to the bytes read (the progress bar's)."""
+class ParallelRun:
+    """Runs ``jobs`` workers on the capture at ``path`` and hands their merged items to ``output``
+    (``options``: ``iter_shard``'s, and what the items need: ``flt``, ``records``, ``table``,
+    ``verbose``)."""
 
-    def __init__(
-        self,
-        path: str,
-        jobs: int,
-        *,
-        flt: EventFilter,
-        jsonout: IO[bytes],
-        count: int | None,
-        records: RecordsMode,
-        options: dict[str, Any],
-    ) -> None:
+    def __init__(self, path: str, jobs: int, output: MergedOutput, options: dict[str, Any]) -> None:
         self.path = path
         self.jobs = jobs
-        self.flt = flt
-        self.jsonout = jsonout
-        self.count = count
-        self.records = records
+        self.output = output
         self.options = options
-        self.flags: set[str] = set()
-        self.shown = 0
-        self.position = 0
         self._procs: list[Any] = []
-        self._numbering = Numbering()
-        self._topics = TopicDirectory()
+
+    @property
+    def count(self) -> int:
+        """Bytes of the capture read (by the first worker, which reads it all as every one does)."""
+        return int(self.output.position)
 
     def run(self, progress: Any = None) -> None:
-        """Decode and write everything (or ``count`` frames). Raises :class:`WorkerFailed`."""
+        """Decode and show everything (or ``count`` frames). Raises :class:`WorkerFailed`."""
         methods = multiprocessing.get_all_start_methods()
         ctx: Any = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         readers: list[Connection] = []
@@ -218,8 +176,8 @@ class ParallelJson:
             for k in range(self.jobs):
                 reader, writer = ctx.Pipe(duplex=False)
                 _widen(writer)
-                opts = {**self.options, "flt": self.flt, "records": self.records}
-                proc = ctx.Process(target=_work, args=(self.path, k, self.jobs, opts, writer), daemon=True)
+                args = (self.path, k, self.jobs, dict(self.options), writer)
+                proc = ctx.Process(target=_work, args=args, daemon=True)
                 proc.start()
                 writer.close()
                 readers.append(reader)
@@ -268,53 +226,7 @@ class ParallelJson:
             if kind not in ("batch", "done"):
                 raise WorkerFailed(payload, kind == "unreadable")
             merge.add(k, payload or [], done=kind == "done")
-            if self._write(merge.take(), progress):
+            if self.output.add(merge.take()):
                 return
-
-    def _write(self, items: list[tuple[Any, ...]], progress: Any) -> bool:
-        """Show merged items; True once ``count`` frames are shown."""
-        numbering, topics, flags = self._numbering, self._topics, self.flags
-        write = self.jsonout.write
-        topic_filter = self.flt.topics
-        for _, k, tag, data in items:
-            if tag == "f":
-                conn, when, mid, tail, pairs, unnamed, bits, named = data
-                if pairs:
-                    topics.learn_pairs(pairs)
-                found = topics.lookup(unnamed) if unnamed else {}
-                if topic_filter is not None and not ((named or set()) | set(found.values())) & topic_filter:
-                    continue
-                if bits:
-                    if bits & _ERR:
-                        flags.add("errors")
-                    if bits & _DIAG:
-                        flags.add("diagnostics")
-                    if bits & _CODES:
-                        flags.add("error-codes")
-                write(b'{"type":"frame","time":%b,"connection":%d,' % (when, numbering(k, conn)))
-                write(memoryview(mid)[1:-1])
-                if found:
-                    write(b',"topic_names":' + orjson.dumps(found))
-                codes = tail if isinstance(tail, bytes) else _codes_json(tail, found)
-                write(b',"error_codes":' + codes + b"}\n")
-                self.shown += 1
-                if self.count is not None and self.shown >= self.count:
-                    return True
-            elif tag == "o":
-                numbering.opened(k, data)
-            elif tag == "c":
-                numbering.closed(k, data)
-            elif tag == "l":
-                topics.learn_pairs(data)
-            elif tag == "i":
-                issue: CaptureIssue = data
-                if issue.connection is not None:
-                    issue.connection = numbering(k, issue.connection)
-                if self.flt.keep(issue, None):
-                    flags.add("issues")
-                    write(frame_json(issue, None))
-            elif k == 0:  # a mark of the first shard: how far into the file
-                self.position = data
-                if progress is not None:
-                    progress.update()
-        return False
+            if progress is not None:
+                progress.update()

@@ -55,17 +55,6 @@ class _Progress:
         self.bar.stop()
 
 
-class _Seen:
-    """The bytes of the capture the workers have read, for the progress bar."""
-
-    def __init__(self, run: Any) -> None:
-        self.run = run
-
-    @property
-    def count(self) -> int:
-        return int(self.run.position)
-
-
 class Run:
     def __init__(
         self,
@@ -86,8 +75,8 @@ class Run:
         path: str | None = None,
     ) -> None:
         self.source = source
-        # several worker processes: for JSON lines from a file (the table and the summary: one)
-        self.jobs = jobs if as_json and not summary and path is not None else 1
+        # several worker processes: for JSON lines or the table from a file (the summary: one)
+        self.jobs = jobs if not summary and path is not None else 1
         self.path = path
         self.label = label
         self.strict = strict
@@ -158,25 +147,30 @@ class Run:
 
     def _execute_parallel(self, conditions: frozenset[str]) -> int:
         """``execute`` with ``jobs`` worker processes (:mod:`kcodec.cli.capture_parallel`)."""
-        from kcodec.cli.capture_parallel import ParallelJson, WorkerFailed
+        from kcodec.cli.capture_parallel import ParallelRun, WorkerFailed
+        from kcodec.cli.parallel_sink import MergedOutput
 
-        assert self.path is not None and self.output.jsonout is not None
-        run = ParallelJson(
-            self.path,
-            self.jobs,
-            flt=self.output.flt,
-            jsonout=self.output.jsonout,
-            count=self.output.count,
-            records=self.output.records,
-            options={"ports": self.ports, "autodetect": self.autodetect, "strict": self.strict},
-        )
+        assert self.path is not None
+        out = self.output
+        merged = MergedOutput(flt=out.flt, jsonout=out.jsonout, table=out.table, count=out.count)
+        options = {
+            "ports": self.ports,
+            "autodetect": self.autodetect,
+            "strict": self.strict,
+            "flt": out.flt,
+            "records": out.records,
+            "table": out.table is not None,
+            "verbose": out.verbose,
+        }
+        run = ParallelRun(self.path, self.jobs, merged, options)
         progress = _Progress(self.source, self.label) if self.show_progress else None
         if progress is not None:
-            progress.source = _Seen(run)
+            progress.source = run
         try:
             run.run(progress)
             self._stop(progress)
-            self.output.flush()
+            merged.end()
+            out.flush()
         except WorkerFailed as e:
             self._stop(progress)
             if not e.unreadable:
@@ -186,7 +180,7 @@ class Run:
         except KeyboardInterrupt:
             run.stop()
             self._stop(progress)
-            self.output.flush()
+            out.flush()
             click.echo("interrupted", err=True)
             return 130
         except BrokenPipeError:
@@ -194,7 +188,7 @@ class Run:
             self._stop(progress)
             quiet_stdout()
             return 0
-        return 3 if run.flags & conditions else 0
+        return 3 if merged.flags & conditions else 0
 
     def _stop(self, progress: _Progress | None) -> None:
         if progress is not None:

@@ -10,14 +10,14 @@ from __future__ import annotations
 import datetime as _dt
 import sys
 import textwrap
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
-from kcodec.capture import CapturedFrame, CaptureIssue
+from kcodec.capture import CaptureIssue
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["TableWriter", "clock"]
+__all__ = ["RowSource", "TableWriter", "clock"]
 
 _STYLES = {"error": "red", "note": "yellow", "dim": "dim", "": "", "red": "red", "yellow": "yellow"}
 _WIDE = 110
@@ -51,6 +51,32 @@ def clock(ts: float) -> str:
     return f"{last[1]}.{micros // 1000:03d}"
 
 
+class RowSource(Protocol):
+    """What a frame's row shows besides its summary: a ``CapturedFrame`` has it (and so does a
+    parallel decode's ``parallel_items.Row``)."""
+
+    @property
+    def timestamp(self) -> float: ...
+    @property
+    def connection(self) -> int: ...
+    @property
+    def direction(self) -> str: ...
+    @property
+    def api_key(self) -> int | None: ...
+    @property
+    def api_version(self) -> int | None: ...
+    @property
+    def api_name(self) -> str | None: ...
+    @property
+    def correlation_id(self) -> int | None: ...
+    @property
+    def size(self) -> int | None: ...
+    @property
+    def latency(self) -> float | None: ...
+    @property
+    def error(self) -> object: ...
+
+
 class TableWriter:
     """Writes rows to a terminal (``console``) or to a plain stream (``out``)."""
 
@@ -63,7 +89,7 @@ class TableWriter:
         self._header_done = False
         self._api_cells: dict[tuple[int | None, int | None], str] = {}
 
-    def _api_cell(self, f: CapturedFrame) -> str:
+    def _api_cell(self, f: RowSource) -> str:
         """The API column of a frame, padded (remembered per API key and version)."""
         name = f.api_name or (f"key {f.api_key}" if f.api_key is not None else "?")
         api = f"{name} v{f.api_version}" if f.api_version is not None else name
@@ -91,7 +117,7 @@ class TableWriter:
     def connection(self, number: int, client: str, server: str) -> None:
         self._write_plain(f"connection #{number}: {client} -> {server}", "cyan")
 
-    def frame(self, f: CapturedFrame, parts: list[tuple[str, str]], extra: list[str]) -> None:
+    def frame(self, f: RowSource, parts: list[tuple[str, str]], extra: list[str]) -> None:
         cell = self._api_cells.get((f.api_key, f.api_version))
         if cell is None:
             cell = self._api_cell(f)

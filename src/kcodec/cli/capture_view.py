@@ -5,13 +5,24 @@ content, record lines, and the full ``-V`` view (presentation only; the facts co
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from kcodec.capture import CapturedFrame
 from kcodec.capture.facts import Facts
+from kcodec.capture.topics import renamed
 from kcodec.error_codes import error_name
 
-__all__ = ["error_text", "full_view", "record_lines", "records_fields", "summary_parts"]
+__all__ = [
+    "Digest",
+    "digest",
+    "error_text",
+    "full_view",
+    "record_lines",
+    "records_fields",
+    "summary_from",
+    "summary_parts",
+]
 
 Part = tuple[str, str]  # (style: "error" | "note" | "" | "dim", text)
 
@@ -54,10 +65,10 @@ def _size(n: int) -> str:
     return f"{n}B" if n < 10_000 else f"{n / 1000:.1f}kB" if n < 10_000_000 else f"{n / 1e6:.1f}MB"
 
 
-def _errors(facts: Facts) -> list[Part]:
+def _errors(codes: list[tuple[int, str]], names: dict[str, str]) -> list[Part]:
     by_code: dict[int, list[str]] = {}
-    for code, where in facts.error_codes:
-        by_code.setdefault(code, []).append(where)
+    for code, where in codes:
+        by_code.setdefault(code, []).append(renamed(where, names) if names else where)
     out: list[Part] = []
     for code, wheres in by_code.items():
         places = [w for w in dict.fromkeys(wheres) if w]
@@ -108,52 +119,101 @@ def _partition(p: Any) -> str:
     return " ".join(bits)
 
 
-def _topics(facts: Facts) -> list[Part]:
-    groups: dict[str, list[Any]] = {}
-    for p in facts.partitions:
-        groups.setdefault(p.topic or p.topic_id or "?", []).append(p)
+def _topics(
+    partitions: list[tuple[str | None, str | None, str | None]],
+    topics: list[tuple[str | None, str | None]],
+    names: dict[str, str],
+) -> list[Part]:
+    groups: dict[str, list[str | None]] = {}
+    for topic, topic_id, text in partitions:
+        if topic is None and topic_id is not None:
+            topic = names.get(topic_id)
+        groups.setdefault(topic or topic_id or "?", []).append(text)
     out: list[Part] = []
-    for topic, parts in list(groups.items())[:_MAX_TOPICS]:
-        shown = "; ".join([_partition(p) for p in parts[:_MAX_PARTITIONS]])
-        more = f"; +{len(parts) - _MAX_PARTITIONS} partitions" if len(parts) > _MAX_PARTITIONS else ""
+    for topic, texts in list(groups.items())[:_MAX_TOPICS]:
+        shown = "; ".join([t or "" for t in texts[:_MAX_PARTITIONS]])
+        more = f"; +{len(texts) - _MAX_PARTITIONS} partitions" if len(texts) > _MAX_PARTITIONS else ""
         out.append(("", f"{topic}[{shown}{more}]"))
     if len(groups) > _MAX_TOPICS:
         out.append(("", f"+{len(groups) - _MAX_TOPICS} topics"))
-    if not groups and facts.topics:
-        names = [n or i or "?" for n, i in dict.fromkeys(facts.topics)]
-        more = f" +{len(names) - _MAX_TOPICS}" if len(names) > _MAX_TOPICS else ""
-        out.append(("", "topics " + ", ".join(names[:_MAX_TOPICS]) + more))
+    if not groups and topics:
+        named = [(names.get(i) if n is None and i is not None else n, i) for n, i in topics]
+        listed = [n or i or "?" for n, i in dict.fromkeys(named)]
+        more = f" +{len(listed) - _MAX_TOPICS}" if len(listed) > _MAX_TOPICS else ""
+        out.append(("", "topics " + ", ".join(listed[:_MAX_TOPICS]) + more))
     return out
+
+
+@dataclass(slots=True)
+class Digest:
+    """A frame's summary, digested: the texts topic names learnt elsewhere cannot change, and the
+    little they can (error places, how partitions group by topic), so that the summary can be
+    finished (:func:`summary_from`) by whoever knows the names: for a parallel decode, the parent
+    of the worker that made the digest."""
+
+    error: list[Part]
+    notes: list[Part]
+    has_facts: bool
+    keys: list[Part]
+    codes: list[tuple[int, str]]  # (error code, where) with topics as the frame names them
+    middle: list[Part]  # brokers, records
+    #: (topic, topic id, text) of each partition; the text only where it may be shown (among the
+    #: first of its topic)
+    partitions: list[tuple[str | None, str | None, str | None]]
+    topics: list[tuple[str | None, str | None]]  # (name, id) of the topics, when no partition is named
+    counts: list[Part]
+
+
+def digest(frame: CapturedFrame, facts: Facts | None) -> Digest:
+    """The :class:`Digest` of a frame and its facts (topic names resolved or not)."""
+    error: list[Part] = []
+    if frame.error is not None:
+        error.append(("error", f"{type(frame.error).__name__}: {frame.error}"))
+    notes: list[Part] = [
+        ("note", f"[{d}]")
+        for d in frame.diagnostics
+        if frame.error is None or not d.endswith(str(frame.error))
+    ]
+    if frame.partial is not None:  # what the body holds before the bad spot, marked as such
+        content = json.dumps(frame.partial.to_json(), separators=(",", ":"), ensure_ascii=False)
+        notes.append(("", f"partial {content}"))
+    if facts is None:
+        return Digest(error, notes, False, [], [], [], [], [], [])
+    middle: list[Part] = []
+    if facts.brokers:
+        shown = ", ".join(f"{n}={h}:{p}" for n, h, p in facts.brokers[:6])
+        more = f" +{len(facts.brokers) - 6}" if len(facts.brokers) > 6 else ""
+        label = "coordinator" if "Coordinator" in (frame.message_name or "") else "brokers"
+        middle.append(("", f"{label} {shown}{more}"))
+    if facts.records_bytes and not facts.partitions:
+        middle.append(("", f"records {_size(facts.records_bytes)}"))
+    seen: dict[tuple[str | None, str | None], int] = {}
+    partitions: list[tuple[str | None, str | None, str | None]] = []
+    for p in facts.partitions:
+        n = seen[(p.topic, p.topic_id)] = seen.get((p.topic, p.topic_id), 0) + 1
+        partitions.append((p.topic, p.topic_id, _partition(p) if n <= _MAX_PARTITIONS else None))
+    counts: list[Part] = [
+        ("dim", f"{name} {n}") for name, n in facts.counts.items() if name not in ("brokers", "coordinators")
+    ]
+    return Digest(
+        error, notes, True, _keys(frame, facts), list(facts.error_codes), middle, partitions,
+        list(facts.topics), counts,
+    )  # fmt: skip
 
 
 def summary_parts(frame: CapturedFrame, facts: Facts | None) -> list[Part]:
     """The pieces of a frame's summary, most important first: the decode error or Kafka error codes,
     diagnostics, key fields, brokers, topic-partitions with their offsets and epochs, other counts."""
-    out: list[Part] = []
-    if frame.error is not None:
-        out.append(("error", f"{type(frame.error).__name__}: {frame.error}"))
-    if facts is not None:
-        out += _errors(facts)
-    notes = [d for d in frame.diagnostics if frame.error is None or not d.endswith(str(frame.error))]
-    out += [("note", f"[{d}]") for d in notes]
-    if frame.partial is not None:  # what the body holds before the bad spot, marked as such
-        content = json.dumps(frame.partial.to_json(), separators=(",", ":"), ensure_ascii=False)
-        out.append(("", f"partial {content}"))
-    if facts is None:
+    return summary_from(digest(frame, facts), {})
+
+
+def summary_from(d: Digest, names: dict[str, str]) -> list[Part]:
+    """:func:`summary_parts` of a :class:`Digest`, with ``names`` (topic id -> name) for the topics
+    the frame names by id only."""
+    out = d.error + _errors(d.codes, names) + d.notes
+    if not d.has_facts:
         return out
-    out += _keys(frame, facts)
-    if facts.brokers:
-        shown = ", ".join(f"{n}={h}:{p}" for n, h, p in facts.brokers[:6])
-        more = f" +{len(facts.brokers) - 6}" if len(facts.brokers) > 6 else ""
-        label = "coordinator" if "Coordinator" in (frame.message_name or "") else "brokers"
-        out.append(("", f"{label} {shown}{more}"))
-    if facts.records_bytes and not facts.partitions:
-        out.append(("", f"records {_size(facts.records_bytes)}"))
-    out += _topics(facts)
-    out += [
-        ("dim", f"{name} {n}") for name, n in facts.counts.items() if name not in ("brokers", "coordinators")
-    ]
-    return out
+    return out + d.keys + d.middle + _topics(d.partitions, d.topics, names) + d.counts
 
 
 def full_view(frame: CapturedFrame) -> list[str]:

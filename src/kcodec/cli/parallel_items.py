@@ -1,0 +1,145 @@
+"""What a worker of a parallel ``kcodec decode-capture`` sends its parent for each event of its shard
+(see :mod:`kcodec.cli.capture_parallel`): everything that can be worked out from its own connections,
+so that the parent is left only what depends on the others (connection numbers, topic names learnt
+elsewhere, ``--topic``, ``-c``).
+
+Items are ``(key, tag, data)`` tuples (``key``: the event's place in the capture):
+
+- ``"f"`` a frame to show: a :class:`JsonFrame` or a :class:`TableFrame`;
+- ``"n"`` a frame a filter drops: ``(connection, flags, pairs)`` (counted; its topic names learnt);
+- ``"i"`` a :class:`~kcodec.capture.CaptureIssue`;
+- ``"o"``/``"c"`` a connection opened/closed (its number in the shard);
+- ``"m"`` a mark: the bytes of the file read so far.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from kcodec.capture import CapturedFrame
+from kcodec.capture.facts import Facts, event_facts
+from kcodec.capture.topics import named_ids, renamed, unnamed_ids
+from kcodec.cli.capture_filters import EventFilter
+from kcodec.cli.capture_output import RecordsMode
+from kcodec.cli.capture_view import Digest, digest, full_view, record_lines, summary_parts
+from kcodec.error_codes import error_name
+
+__all__ = ["CODES", "DIAG", "ERR", "REQUEST", "JsonFrame", "Row", "TableFrame", "codes_json", "frame_item"]
+
+ERR, DIAG, CODES, REQUEST = 1, 2, 4, 8  # a frame's flags: error, diagnostics, error codes, a request
+
+
+@dataclass(slots=True)
+class JsonFrame:
+    """A frame's JSON line without what the parent adds: ``when`` (its time, as JSON), ``body`` (the
+    JSON object from ``client`` to ``diagnostics``), ``codes`` (its ``error_codes`` as JSON, or the
+    ``(code, where)`` list when topic names may still rename the places)."""
+
+    connection: int
+    flags: int
+    pairs: list[tuple[str, str]]  # (id, name) the frame holds: for the parent's topic directory
+    unnamed: list[str]  # ids of the topics it names by id only
+    named: set[str | None] | None  # topic names it holds (for --topic)
+    when: bytes
+    body: bytes
+    codes: bytes | list[tuple[int, str]]
+
+
+@dataclass(slots=True)
+class Row:
+    """What the table's row of a frame shows besides its summary (``TableWriter.frame`` reads these)."""
+
+    timestamp: float
+    connection: int
+    client: str
+    server: str
+    direction: str
+    api_key: int | None
+    api_version: int | None
+    api_name: str | None
+    correlation_id: int | None
+    size: int | None
+    latency: float | None
+    error: bool | None  # (True or None: only "is not None" is asked)
+
+
+@dataclass(slots=True)
+class TableFrame:
+    """A frame's table row: its summary parts, or, when topic names learnt elsewhere may change them,
+    the :class:`~kcodec.cli.capture_view.Digest` to make them from once the names are known."""
+
+    connection: int
+    flags: int
+    pairs: list[tuple[str, str]]
+    unnamed: list[str]
+    named: set[str | None] | None
+    row: Row
+    parts: list[tuple[str, str]] | None
+    pending: Digest | None
+    extra: list[str]
+
+
+def codes_json(codes: list[tuple[int, str]], names: dict[str, str]) -> bytes:
+    """``error_codes`` as :func:`~kcodec.cli.capture_output.frame_json` writes it."""
+    return orjson.dumps(
+        [
+            {"code": code, "name": error_name(code), "where": renamed(where, names) if names else where}
+            for code, where in codes
+        ]
+    )
+
+
+def frame_item(
+    ev: CapturedFrame, flt: EventFilter, records: RecordsMode, table: bool, verbose: bool
+) -> tuple[str, Any]:
+    """The item of a frame (see the module docstring)."""
+    facts = event_facts(ev)
+    pairs = named_ids(facts) if facts is not None else []
+    codes = facts.error_codes if facts is not None else []
+    flags = (
+        (ERR if ev.error is not None else 0)
+        | (DIAG if ev.diagnostics else 0)
+        | (CODES if codes else 0)
+        | (REQUEST if ev.direction == "request" else 0)
+    )
+    if not flt.keeps_all and not flt.keep_frame(ev, facts, topics=False):
+        return "n", (ev.connection, flags, pairs)
+    unnamed = unnamed_ids(facts) if facts is not None else []
+    named = None
+    if flt.topics is not None and facts is not None:
+        named = {n for n, _ in facts.topics} | {p.topic for p in facts.partitions}
+    if table:
+        return "f", _table_frame(ev, facts, flags, pairs, unnamed, named, records, verbose)
+    d = ev.to_dict(records=records)
+    del d["type"], d["connection"]
+    when = orjson.dumps(d.pop("time"))
+    tail: bytes | list[tuple[int, str]] = codes if unnamed else codes_json(codes, {})
+    return "f", JsonFrame(ev.connection, flags, pairs, unnamed, named, when, orjson.dumps(d), tail)
+
+
+def _table_frame(
+    ev: CapturedFrame,
+    facts: Facts | None,
+    flags: int,
+    pairs: list[tuple[str, str]],
+    unnamed: list[str],
+    named: set[str | None] | None,
+    records: RecordsMode,
+    verbose: bool,
+) -> TableFrame:
+    row = Row(
+        ev.timestamp, ev.connection, ev.client, ev.server, ev.direction, ev.api_key, ev.api_version,
+        ev.api_name, ev.correlation_id, ev.size, ev.latency, True if ev.error is not None else None,
+    )  # fmt: skip
+    extra: list[str] = []
+    if records != "raw":
+        extra += record_lines(ev, values=records)
+    if verbose:
+        extra += full_view(ev)
+    if unnamed and facts is not None:
+        pending = digest(ev, facts)
+        return TableFrame(ev.connection, flags, pairs, unnamed, named, row, None, pending, extra)
+    return TableFrame(ev.connection, flags, pairs, unnamed, named, row, summary_parts(ev, facts), None, extra)

@@ -1,0 +1,146 @@
+"""The parent's side of a parallel ``kcodec decode-capture``: the workers' items (see
+:mod:`kcodec.cli.parallel_items`), merged in capture order, shown as one process shows events.
+
+:class:`MergedOutput` does what depends on other connections, in the order one process does it
+(:class:`~kcodec.cli.capture_output.CaptureOutput`): topic names learnt then resolved, totals, the
+``--topic`` filter, the ``--fail-on`` flags, ``-c``; then writes the frame's JSON line (its time,
+its capture-wide connection number, the worker's JSON, its topic names and error codes) or its table
+row.
+"""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+import orjson
+
+from kcodec.capture import CaptureIssue
+from kcodec.capture.shard import Numbering
+from kcodec.capture.topics import TopicDirectory
+from kcodec.cli.capture_filters import EventFilter
+from kcodec.cli.capture_output import Totals, frame_json
+from kcodec.cli.capture_table import TableWriter
+from kcodec.cli.capture_view import summary_from
+from kcodec.cli.parallel_items import CODES, DIAG, ERR, REQUEST, JsonFrame, TableFrame, codes_json
+
+__all__ = ["MergedOutput"]
+
+
+class MergedOutput:
+    """Merged items in, JSON lines (``jsonout``) or table rows (``table``) out."""
+
+    def __init__(
+        self, *, flt: EventFilter, jsonout: IO[bytes] | None, table: TableWriter | None, count: int | None
+    ) -> None:
+        self.flt = flt
+        self.jsonout = jsonout
+        self.table = table
+        self.count = count
+        self.flags: set[str] = set()
+        self.shown = 0
+        self.position = 0  # bytes of the file the first worker has read
+        self.numbering = Numbering()
+        self.topics = TopicDirectory()
+        self.totals = Totals()
+        self.seen_conns: set[int] = set()
+        self._started = False
+
+    @property
+    def done(self) -> bool:
+        return self.count is not None and self.shown >= self.count
+
+    def add(self, items: list[tuple[Any, ...]]) -> bool:
+        """Merged ``(key, shard, tag, data)`` items; True once ``count`` frames are shown."""
+        numbering = self.numbering
+        for _, k, tag, data in items:
+            if tag == "f" or tag == "n" or tag == "i":
+                if not self._started:
+                    self._started = True
+                    if self.table is not None:
+                        self.table.header()  # (once the file has proved to be a capture)
+                if tag == "f":
+                    self._frame(k, data)
+                    if self.done:
+                        return True
+                elif tag == "n":
+                    connection, flags, pairs = data
+                    if pairs:
+                        self.topics.learn_pairs(pairs)
+                    self._count(numbering(k, connection), flags)
+                else:
+                    self._issue(k, data)
+            elif tag == "o":
+                numbering.opened(k, data)
+            elif tag == "c":
+                numbering.closed(k, data)
+            elif k == 0:  # a mark of the first shard
+                self.position = data
+        return False
+
+    def _frame(self, k: int, f: JsonFrame | TableFrame) -> None:
+        topics = self.topics
+        if f.pairs:
+            topics.learn_pairs(f.pairs)
+        found = topics.lookup(f.unnamed) if f.unnamed else {}
+        connection = self.numbering(k, f.connection)
+        self._count(connection, f.flags)
+        topic_filter = self.flt.topics
+        if topic_filter is not None and not ((f.named or set()) | set(found.values())) & topic_filter:
+            return
+        flags = f.flags
+        if flags & (ERR | DIAG | CODES):
+            if flags & ERR:
+                self.flags.add("errors")
+            if flags & DIAG:
+                self.flags.add("diagnostics")
+            if flags & CODES:
+                self.flags.add("error-codes")
+        if isinstance(f, JsonFrame):
+            self._json(f, connection, found)
+        else:
+            self._row(f, connection, found)
+        self.shown += 1
+
+    def _json(self, f: JsonFrame, connection: int, found: dict[str, str]) -> None:
+        assert self.jsonout is not None
+        write = self.jsonout.write
+        write(b'{"type":"frame","time":%b,"connection":%d,' % (f.when, connection))
+        write(memoryview(f.body)[1:-1])
+        if found:
+            write(b',"topic_names":' + orjson.dumps(found))
+        codes = f.codes if isinstance(f.codes, bytes) else codes_json(f.codes, found)
+        write(b',"error_codes":' + codes + b"}\n")
+
+    def _row(self, f: TableFrame, connection: int, found: dict[str, str]) -> None:
+        table = self.table
+        assert table is not None
+        row = f.row
+        row.connection = connection
+        if connection not in self.seen_conns:
+            self.seen_conns.add(connection)
+            table.connection(connection, row.client, row.server)
+        parts = f.parts
+        if parts is None:
+            assert f.pending is not None
+            parts = summary_from(f.pending, found)
+        table.frame(row, parts, f.extra)
+
+    def _issue(self, k: int, issue: CaptureIssue) -> None:
+        if issue.connection is not None:
+            issue.connection = self.numbering(k, issue.connection)
+        self.totals.issues += 1
+        if not self.flt.keep(issue, None):
+            return
+        self.flags.add("issues")
+        if self.jsonout is not None:
+            self.jsonout.write(frame_json(issue, None))
+        if self.table is not None:
+            self.table.issue(issue)
+
+    def _count(self, connection: int, flags: int) -> None:
+        self.totals.frame(connection, bool(flags & REQUEST), bool(flags & ERR), bool(flags & DIAG))
+
+    def end(self) -> None:
+        """The table's last line (totals), as :meth:`CaptureOutput.end` writes it."""
+        if self.table is not None:
+            self.table.line(self.totals.line(self.shown))
