@@ -315,11 +315,12 @@ def iter_segments(
 
 
 def iter_some_segments(
-    source: str | Path | IO[bytes], only: Callable[[str], bool]
+    source: str | Path | IO[bytes], only: Callable[[str, int], bool]
 ) -> Iterator[Segment | CaptureIssue | float]:
-    """:func:`iter_segments`, except that a segment whose connection key ``only`` turns down is
-    yielded as just its timestamp (a float; its data is not copied): for a decoder of some
-    connections that still counts the others' segments (one shard of a capture)."""
+    """:func:`iter_segments`, except that a segment that ``only`` (given its connection key and the
+    length of its data) turns down is yielded as just its timestamp (a float; its data is not
+    copied): for a decoder of some connections that still counts the others' segments (one shard of
+    a capture). ``only`` is asked about every segment, in file order."""
     return _iter_segments(source, 0, None, None, False, only)
 
 
@@ -329,7 +330,7 @@ def _iter_segments(
     end: int | None,
     name: str | None,
     keep_acks: bool,
-    only: Callable[[str], bool] | None,
+    only: Callable[[str, int], bool] | None,
 ) -> Iterator[Segment | CaptureIssue | float]:
     if name is None:
         name = str(source) if isinstance(source, str | Path) else str(getattr(source, "name", "<stream>"))
@@ -382,14 +383,13 @@ def _segment_maker(
     seen: _Seen,
     build: Callable[..., _T | None],
     copy: bool,
-    only: Callable[[str], bool] | None = None,
+    only: Callable[[str, int], bool] | None = None,
 ) -> Callable[[int, int, float, int, bytes, int, int, int], _T | float | None]:
     """The record maker of :func:`iter_segments` (``build`` the :class:`Segment` class, ``copy``
     true) and :func:`segment_facts_maker` (``copy`` false: the payload's length is passed instead of
     its bytes): :func:`_segment` with the common Ethernet/IPv4/TCP case inline (one call per
     packet), IP fragments counted in ``seen``; ``only`` as :func:`iter_segments` has it."""
     unpack_from, names_get = _ETH_IPV4_TCP.unpack_from, _names.get
-    wanted: dict[str, bool] = {}  # connection key -> only(key)
 
     def make(
         index: int, offset: int, ts: float, linktype: int, buf: bytes, start: int, stop: int, data_offset: int
@@ -413,14 +413,8 @@ def _segment_maker(
                 if names is None:
                     names = connection_names(saddr, sport, daddr, dport)
                 key, src, dst = names
-                if only is not None:
-                    keep = wanted.get(key)
-                    if keep is None:
-                        keep = wanted[key] = only(key)
-                        if len(wanted) > 65536:
-                            wanted.clear()
-                    if not keep:
-                        return ts
+                if only is not None and not only(key, end - at if at < end else 0):
+                    return ts
                 payload: bytes | int
                 if at < end:
                     payload = buf[start + at : start + end] if copy else end - at
@@ -433,7 +427,7 @@ def _segment_maker(
         except _Fragment:
             seen.fragments += 1
             return None
-        if seg is not None and only is not None and not only(seg.key):
+        if seg is not None and only is not None and not only(seg.key, len(seg.payload)):
             return ts
         if seg is None or copy:  # (copy: ``build`` is the Segment class, and ``seg`` what it makes)
             return cast("_T | None", seg)

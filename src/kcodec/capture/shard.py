@@ -1,4 +1,4 @@
-"""One shard of a capture: the connections whose 4-tuple hashes to shard ``k`` of ``n``, decoded by
+"""One shard of a capture: the connections :class:`Assignment` gives shard ``k`` of ``n``, decoded by
 one :class:`~kcodec.capture.stream.CaptureDecoder`, each event with the key of its place among all
 the capture's events.
 
@@ -25,7 +25,7 @@ import heapq
 import sys
 import zlib
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
@@ -41,6 +41,7 @@ _T = TypeVar("_T")
 
 __all__ = [
     "END",
+    "Assignment",
     "BatchMerge",
     "Closed",
     "Key",
@@ -50,7 +51,6 @@ __all__ = [
     "iter_shard",
     "iter_sharded",
     "merge_shards",
-    "shard_of",
 ]
 
 Key = tuple[int, ...]
@@ -78,10 +78,38 @@ class Mark:
     position: int
 
 
-def shard_of(connection_key: str, shards: int) -> int:
-    """The shard (0 .. shards-1) that decodes a connection (both directions: the key is the 4-tuple
-    in a canonical order). A CRC, not ``hash()``: the same in every process."""
-    return zlib.crc32(connection_key.encode()) % shards
+class Assignment:
+    """Which shard decodes each connection (all its segments, both directions: the key is the
+    4-tuple in a canonical order): the shard with the fewest bytes of data so far when the
+    connection's first segment comes, so that shards get about equal work whatever the connections
+    weigh. Every shard, given the same segments in the same order, makes the same choices. Bounded:
+    after ``remember`` connection keys, a new key's shard is a CRC of it (the same in every process,
+    unlike ``hash()``)."""
+
+    __slots__ = ("loads", "owners", "remember", "shards")
+
+    def __init__(self, shards: int, remember: int = 65536) -> None:
+        self.shards = shards
+        self.remember = remember
+        self.loads = [0] * shards
+        self.owners: dict[str, int] = {}
+
+    def owner(self, key: str, nbytes: int) -> int:
+        """The shard of a segment of connection ``key`` with ``nbytes`` of data (counted)."""
+        k = self.owners.get(key)
+        if k is None:
+            if len(self.owners) < self.remember:
+                loads = self.loads
+                k = self.owners[key] = loads.index(min(loads))
+            else:
+                k = zlib.crc32(key.encode()) % self.shards
+        self.loads[k] += nbytes
+        return k
+
+    def tester(self, shard: int) -> Callable[[str, int], bool]:
+        """``(key, nbytes) -> bool``: whether a segment is shard ``shard``'s (see :meth:`owner`)."""
+        owner = self.owner
+        return lambda key, nbytes: owner(key, nbytes) == shard
 
 
 def iter_shard(
@@ -109,10 +137,7 @@ def iter_shard(
         file_issues = shard == 0
     decoder = CaptureDecoder(ports=ports, autodetect=autodetect, strict=strict, max_frame_size=max_frame_size)
     opened_at: dict[int, int] = {}  # connection number -> index of the segment that opened it
-    crc = zlib.crc32
-
-    def mine(key: str) -> bool:
-        return crc(key.encode()) % shards == shard
+    mine = Assignment(shards).tester(shard)
 
     advance = decoder.advance
     for i, item in enumerate(iter_some_segments(source, mine)):
