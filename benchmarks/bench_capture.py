@@ -6,9 +6,9 @@
 The capture is made by ``capture_workload.write_capture`` (client/broker sessions: Produce with
 record batches, Fetch, Metadata, OffsetCommit, Heartbeat, ...). Each command runs in its own process
 with its output sent to /dev/null; its wall time, CPU time (user + system) and peak resident memory
-come from ``os.wait4`` (for ``--json``, which runs a worker process per core by default, the CPU time
-of all of them, and the peak of the largest: each worker holds its share of the connections); the
-best of ``--runs`` is kept. MB/s is capture bytes per second; frames/s
+come from ``os.wait4`` (for ``--json`` and the table, which run a worker process per core by default,
+the CPU time of all of them, and the peak of the largest: each holds its share of the connections);
+the best of ``--runs`` is kept. MB/s is capture bytes per second; frames/s
 counts the Kafka frames in the capture. Debian's ``tshark`` is installed with apt-get if it is
 missing (needs root). The machine may be shared: CPU time is the steadier figure.
 """
@@ -90,6 +90,7 @@ def main() -> int:
             "kcodec --json": [*kcodec, str(path), "--json"],  # (by default, a worker per core)
             "kcodec --json -j 1": [*kcodec, str(path), "--json", "-j", "1"],
             "kcodec (table)": [*kcodec, str(path)],
+            "kcodec (table) -j 1": [*kcodec, str(path), "-j", "1"],
             "kcodec --summary": [*kcodec, str(path), "--summary"],
             "tshark -T json": [tshark, "-r", str(path), "-d", "tcp.port==9092,kafka", "-T", "json"],
             "tshark (text)": [tshark, "-r", str(path), "-d", "tcp.port==9092,kafka"],

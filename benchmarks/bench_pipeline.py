@@ -320,7 +320,7 @@ def _run_measured(cmd: list[str]) -> tuple[float, dict[str, float], bytes]:
 
 def time_decode_capture(merged: Path) -> tuple[float, int, float]:
     wall, cpu, stdout = _run_measured(
-        [sys.executable, "-m", "kcodec.cli", "decode-capture", "--json", str(merged)]
+        [sys.executable, "-m", "kcodec.cli", "decode-capture", "--json", "-j", "1", str(merged)]
     )
     frames = sum(1 for line in stdout.splitlines() if line.startswith(b'{"type":"frame"'))
     return wall, frames, sum(cpu.values())

@@ -117,7 +117,7 @@ def _run_cpu(path: Path) -> tuple[float, int]:
     """CPU seconds of ``kcodec decode-capture --json PATH`` (a child process) and the frames it printed."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(
-        [sys.executable, "-m", "kcodec.cli", "decode-capture", "--json", str(path)],
+        [sys.executable, "-m", "kcodec.cli", "decode-capture", "--json", "-j", "1", str(path)],
         check=True,
         capture_output=True,
     )

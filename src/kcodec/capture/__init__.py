@@ -37,6 +37,12 @@ Stages (each a module; the records between them are plain, picklable data):
 4. **many connections** (:mod:`~kcodec.capture.stream`): ``CaptureDecoder`` routes segments of any
    number of connections (port reuse included) and finishes closed ones; ``decode_segments(segs)``
    and ``iter_capture(source)`` are the generators around it.
+5. **shards** (:mod:`~kcodec.capture.shard`): ``iter_shard(path, k, n)`` decodes the connections
+   that fall to shard ``k`` of ``n`` (every shard reads the whole file; connections are dealt by
+   the bytes each shard has so far), each event keyed by its place in the capture, so that
+   ``merge_shards`` (lazily) or ``BatchMerge`` (batch by batch, for worker processes) merge the
+   shards back into ``iter_capture``'s exact events and order; ``Numbering`` turns the shards'
+   connection numbers into the capture's. ``kcodec decode-capture -j N`` runs this in N processes.
 
 Running stage 3 on the segments of one connection, as a Spark job does after grouping the rows of
 stage 2 by ``key`` (rotated files: order by file, then ``offset``)::
