@@ -7,9 +7,12 @@ of ``iter_capture``."""
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -196,3 +199,38 @@ def test_batch_merge_gives_key_order() -> None:
     assert [item[0] for item in out] == keys
     owner = {key: k for k, items in enumerate(shards) for key, _ in items}
     assert [(key, k) for key, k, _ in out] == [(key, owner[key]) for key in keys]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_ctrl_c_stops_the_workers_and_exits_130(busy: Path) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kcodec.cli", "decode-capture", "--json", "-j", "2", str(busy)],
+        stdout=subprocess.PIPE,  # not read until the end: the output blocks, so the run is still going
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        time.sleep(2.0)
+        children = _children(proc.pid)
+        assert len(children) == 2  # the workers (running, or finished and not yet waited for)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err and b"interrupted" in err
+    assert not [pid for pid in children if Path(f"/proc/{pid}").exists()]
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return found

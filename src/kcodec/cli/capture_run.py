@@ -171,11 +171,11 @@ class Run:
             self._stop(progress)
             merged.end()
             out.flush()
-        except WorkerFailed as e:
+        except WorkerFailed as e:  # no capture (as one process says it), or a worker that failed
             self._stop(progress)
-            if not e.unreadable:
-                raise
             click.echo(f"kcodec decode-capture: {self.label}: {e}", err=True)
+            if not e.unreadable:
+                click.echo("(a worker process failed: -j 1 decodes in one process)", err=True)
             return 1
         except KeyboardInterrupt:
             run.stop()
