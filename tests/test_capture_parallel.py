@@ -6,6 +6,7 @@ of ``iter_capture``."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import random
@@ -21,10 +22,13 @@ import pytest
 from pcap_build import Conversation, pcap_header, pcap_record
 
 import kcodec
-from kcodec.capture import iter_capture
+from kcodec.capture import CapturedFrame, iter_capture
+from kcodec.capture.facts import Facts, PartitionFacts
 from kcodec.capture.segments import iter_segments
 from kcodec.capture.shard import BatchMerge, iter_sharded
 from kcodec.capture.stream import SWEEP_EVERY
+from kcodec.capture.topics import TopicDirectory, unnamed_ids
+from kcodec.cli.capture_view import digest, summary_from, summary_parts
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDED = [ROOT / "samples" / "sample.pcap", *sorted((ROOT / "tests" / "captures").rglob("*.pcap"))]
@@ -234,3 +238,46 @@ def _children(pid: int) -> list[int]:
             except (OSError, IndexError, ValueError):
                 pass
     return found
+
+
+def _facts_for_digest(rng: random.Random) -> Facts:
+    """Facts with topics named, named by id only (ids that resolve to the same name as each other
+    or as a named topic, or that stay unknown), empty names, many topics and many partitions."""
+    choices = [
+        ("orders", "IdOrders"), (None, "IdOrders"), (None, "IdOrdersOld"), ("", "IdEmpty"), (None, "IdEmpty"),
+        (None, "IdUnknown"), ("payments", None), (None, None),
+        *[(f"t{i}", f"Id{i}") for i in range(10)], *[(None, f"Id{i}") for i in range(10)],
+    ]  # fmt: skip
+    facts = Facts()
+    for _ in range(rng.randrange(0, 60)):
+        topic, topic_id = rng.choice(choices)
+        p = PartitionFacts(topic, topic_id, rng.randrange(30), error_code=rng.choice([0, 0, 0, 6, 74]))
+        p.values["leader_epoch"] = rng.randrange(5)
+        facts.partitions.append(p)
+        if p.error_code:
+            facts.error_codes.append((p.error_code, f"{topic or topic_id or '?'}/{p.partition}"))
+    if not facts.partitions:
+        facts.topics = [rng.choice(choices[:8]) for _ in range(rng.randrange(0, 12))]
+    return facts
+
+
+def test_a_digest_finished_with_names_is_the_summary_of_resolved_facts() -> None:
+    """What the parent of a parallel table shows for a frame naming topics by id only: the worker's
+    digest of the unresolved facts, finished with the names known by then, equals the summary one
+    process makes of the resolved facts."""
+    rng = random.Random(11)
+    known = {
+        "IdOrders": "orders",
+        "IdOrdersOld": "orders",
+        "IdEmpty": "",
+        **{f"Id{i}": f"t{i}" for i in range(0, 10, 2)},
+    }
+    frame = CapturedFrame(0.0, 1, "c:1", "s:9092", "response", 0, 10, b"", api_key=1, api_version=13)
+    for _ in range(400):
+        facts = _facts_for_digest(rng)
+        directory = TopicDirectory()
+        directory.learn_pairs([(i, n) for i, n in known.items() if n])
+        found = directory.lookup(unnamed_ids(facts))
+        finished = summary_from(digest(frame, copy.deepcopy(facts), pending=True), found)
+        directory.resolve(facts)
+        assert finished == summary_parts(frame, facts)

@@ -164,8 +164,9 @@ class Digest:
     counts: list[Part]
 
 
-def digest(frame: CapturedFrame, facts: Facts | None) -> Digest:
-    """The :class:`Digest` of a frame and its facts (topic names resolved or not)."""
+def digest(frame: CapturedFrame, facts: Facts | None, pending: bool = False) -> Digest:
+    """The :class:`Digest` of a frame and its facts; ``pending``: names may still be given to the
+    topics the frame names by id only (:func:`summary_from` with ``names``)."""
     error: list[Part] = []
     if frame.error is not None:
         error.append(("error", f"{type(frame.error).__name__}: {frame.error}"))
@@ -187,11 +188,7 @@ def digest(frame: CapturedFrame, facts: Facts | None) -> Digest:
         middle.append(("", f"{label} {shown}{more}"))
     if facts.records_bytes and not facts.partitions:
         middle.append(("", f"records {_size(facts.records_bytes)}"))
-    seen: dict[tuple[str | None, str | None], int] = {}
-    partitions: list[tuple[str | None, str | None, str | None]] = []
-    for p in facts.partitions:
-        n = seen[(p.topic, p.topic_id)] = seen.get((p.topic, p.topic_id), 0) + 1
-        partitions.append((p.topic, p.topic_id, _partition(p) if n <= _MAX_PARTITIONS else None))
+    partitions = _partition_texts(facts, pending)
     counts: list[Part] = [
         ("dim", f"{name} {n}") for name, n in facts.counts.items() if name not in ("brokers", "coordinators")
     ]
@@ -199,6 +196,27 @@ def digest(frame: CapturedFrame, facts: Facts | None) -> Digest:
         error, notes, True, _keys(frame, facts), list(facts.error_codes), middle, partitions,
         list(facts.topics), counts,
     )  # fmt: skip
+
+
+def _partition_texts(facts: Facts, pending: bool) -> list[tuple[str | None, str | None, str | None]]:
+    """``(topic, topic id, text)`` of each partition, the text made only where it may be shown:
+    among the first ``_MAX_PARTITIONS`` of its topic, in one of the first ``_MAX_TOPICS`` topics. If
+    names may still come (``pending``) for topics named by id only, partitions may still be grouped
+    differently: then the first of every group that names could merge into a shown topic."""
+    regroup = pending and any(p.topic is None and p.topic_id is not None for p in facts.partitions)
+    seen: dict[object, int] = {}
+    out: list[tuple[str | None, str | None, str | None]] = []
+    for p in facts.partitions:
+        # the group: what names cannot split (the shown topic is a function of it, whatever the names)
+        group: object = (
+            (p.topic, None if p.topic else p.topic_id) if regroup else p.topic or p.topic_id or "?"
+        )
+        n = seen.get(group)
+        if n is None:  # (a topic beyond those shown: its partitions are only counted)
+            n = 0 if regroup or len(seen) < _MAX_TOPICS else _MAX_PARTITIONS
+        seen[group] = n + 1
+        out.append((p.topic, p.topic_id, _partition(p) if n < _MAX_PARTITIONS else None))
+    return out
 
 
 def summary_parts(frame: CapturedFrame, facts: Facts | None) -> list[Part]:

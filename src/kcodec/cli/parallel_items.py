@@ -140,6 +140,6 @@ def _table_frame(
     if verbose:
         extra += full_view(ev)
     if unnamed and facts is not None:
-        pending = digest(ev, facts)
+        pending = digest(ev, facts, pending=True)
         return TableFrame(ev.connection, flags, pairs, unnamed, named, row, None, pending, extra)
     return TableFrame(ev.connection, flags, pairs, unnamed, named, row, summary_parts(ev, facts), None, extra)
