@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import pty
 import random
 import signal
 import subprocess
@@ -281,3 +282,35 @@ def test_a_digest_finished_with_names_is_the_summary_of_resolved_facts() -> None
         finished = summary_from(digest(frame, copy.deepcopy(facts), pending=True), found)
         directory.resolve(facts)
         assert finished == summary_parts(frame, facts)
+
+
+def _on_a_terminal(*args: str) -> bytes:
+    """What decode-capture writes to a terminal 150 columns wide (a pseudo-terminal)."""
+    leader, follower = pty.openpty()
+    env = {**os.environ, "COLUMNS": "150", "LINES": "50"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kcodec.cli", "decode-capture", "--no-progress", *args],
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    os.close(follower)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # (EIO: the terminal's other end closed)
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(leader)
+    assert proc.wait(timeout=60) == 0
+    return out
+
+
+def test_a_terminal_gets_the_same_rows_from_workers() -> None:
+    sample = str(RECORDED[0])
+    one = _on_a_terminal("-j", "1", sample)
+    assert b"connection #1" in one and b"\x1b[" in one  # (laid out by rich, in colour)
+    assert _on_a_terminal("-j", "3", sample) == one

@@ -40,7 +40,8 @@ from kcodec.capture import CapturedFrame, CaptureFileError, CaptureIssue
 from kcodec.capture.shard import BatchMerge, Closed, Key, Opened, iter_shard
 from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_output import RecordsMode
-from kcodec.cli.parallel_items import frame_item
+from kcodec.cli.capture_table import TableWriter
+from kcodec.cli.parallel_items import Mode, frame_item
 from kcodec.cli.parallel_sink import MergedOutput
 
 __all__ = ["ParallelRun", "WorkerFailed", "default_jobs"]
@@ -109,8 +110,9 @@ def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Conn
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     flt: EventFilter = options.pop("flt")
     records: RecordsMode = options.pop("records")
-    table: bool = options.pop("table")
+    mode: Mode = options.pop("mode")
     verbose: bool = options.pop("verbose")
+    plain = TableWriter()
     try:
         with open(path, "rb") as f:
             source = _Position(f)
@@ -118,9 +120,9 @@ def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Conn
             size = 0
             for key, item in iter_shard(cast(IO[bytes], source), shard, shards, position=source, **options):
                 if isinstance(item, CapturedFrame):
-                    tag, data = frame_item(item, flt, records, table, verbose)
+                    tag, data = frame_item(item, flt, records, mode, verbose, plain)
                     batch.append((key, tag, data))
-                    size += len(data.body) if tag == "f" and not table else 1024
+                    size += len(data.body) if tag == "f" and mode == "json" else 1024
                     if size < _BATCH_BYTES:
                         continue
                 elif isinstance(item, CaptureIssue):
@@ -152,7 +154,7 @@ def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Conn
 
 class ParallelRun:
     """Runs ``jobs`` workers on the capture at ``path`` and hands their merged items to ``output``
-    (``options``: ``iter_shard``'s, and what the items need: ``flt``, ``records``, ``table``,
+    (``options``: ``iter_shard``'s, and what the items need: ``flt``, ``records``, ``mode``,
     ``verbose``)."""
 
     def __init__(self, path: str, jobs: int, output: MergedOutput, options: dict[str, Any]) -> None:

@@ -159,7 +159,7 @@ class Run:
             "strict": self.strict,
             "flt": out.flt,
             "records": out.records,
-            "table": out.table is not None,
+            "mode": "json" if out.table is None else "plain" if out.table.console is None else "table",
             "verbose": out.verbose,
         }
         run = ParallelRun(self.path, self.jobs, merged, options)

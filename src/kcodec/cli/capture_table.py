@@ -51,6 +51,11 @@ def clock(ts: float) -> str:
     return f"{last[1]}.{micros // 1000:03d}"
 
 
+def connection_cell(number: int) -> str:
+    """The conn column of a frame's row."""
+    return f"{'#' + str(number):>5}"
+
+
 class RowSource(Protocol):
     """What a frame's row shows besides its summary: a ``CapturedFrame`` has it (and so does a
     parallel decode's ``parallel_items.Row``)."""
@@ -118,6 +123,34 @@ class TableWriter:
         self._write_plain(f"connection #{number}: {client} -> {server}", "cyan")
 
     def frame(self, f: RowSource, parts: list[tuple[str, str]], extra: list[str]) -> None:
+        if self.console is None:
+            before, after = self.plain_frame(f, parts, extra)
+            self.out.write(before + connection_cell(f.connection) + after)
+            return
+        before, after, parts = self._frame_cells(f, parts)
+        self._row(before + connection_cell(f.connection) + after, parts, "red" if f.error is not None else "")
+        for line in extra:
+            self._continuation(line)
+
+    def plain_frame(self, f: RowSource, parts: list[tuple[str, str]], extra: list[str]) -> tuple[str, str]:
+        """A frame's lines as written when not to a terminal, in two pieces: what comes before the
+        connection's cell and what comes after it (so that whoever knows the connection's number can
+        finish them: the parent of a parallel decode's workers)."""
+        before, after, parts = self._frame_cells(f, parts)
+        text = (after + "  ".join([text for _, text in parts])).rstrip() + "\n"
+        if extra:
+            text += "".join([f"    {line}\n" for line in extra])
+        return before, text
+
+    def write_plain(self, before: str, connection: int, after: str) -> None:
+        """The lines :meth:`plain_frame` gave, with the connection's number."""
+        self.out.write(before + connection_cell(connection) + after)
+
+    def _frame_cells(
+        self, f: RowSource, parts: list[tuple[str, str]]
+    ) -> tuple[str, str, list[tuple[str, str]]]:
+        """The row's head before and after the connection's cell, and the summary parts (a response's
+        latency added)."""
         cell = self._api_cells.get((f.api_key, f.api_version))
         if cell is None:
             cell = self._api_cell(f)
@@ -130,10 +163,7 @@ class TableWriter:
         corr = "" if f.correlation_id is None else str(f.correlation_id)
         size = "?" if f.size is None else str(f.size)
         # (what _head gives, with the API column's text padded once per API and version)
-        head = f"{clock(f.timestamp):<12} {'#' + str(f.connection):>5} {arrow}{cell} {corr:>6} {size:>7}  "
-        self._row(head, parts, "red" if f.error is not None else "")
-        for line in extra:
-            self._continuation(line)
+        return f"{clock(f.timestamp):<12} ", f" {arrow}{cell} {corr:>6} {size:>7}  ", parts
 
     def issue(self, ev: CaptureIssue) -> None:
         self.note(ev.timestamp, ev.connection, "!!", ev.kind, ev.message, ev.length)

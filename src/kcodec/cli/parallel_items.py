@@ -15,7 +15,7 @@ Items are ``(key, tag, data)`` tuples (``key``: the event's place in the capture
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -24,10 +24,22 @@ from kcodec.capture.facts import Facts, event_facts
 from kcodec.capture.topics import named_ids, renamed, unnamed_ids
 from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_output import RecordsMode
+from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.capture_view import Digest, digest, full_view, record_lines, summary_parts
 from kcodec.error_codes import error_name
 
-__all__ = ["CODES", "DIAG", "ERR", "REQUEST", "JsonFrame", "Row", "TableFrame", "codes_json", "frame_item"]
+__all__ = [
+    "CODES",
+    "DIAG",
+    "ERR",
+    "REQUEST",
+    "JsonFrame",
+    "Mode",
+    "Row",
+    "TableFrame",
+    "codes_json",
+    "frame_item",
+]
 
 ERR, DIAG, CODES, REQUEST = 1, 2, 4, 8  # a frame's flags: error, diagnostics, error codes, a request
 
@@ -80,6 +92,7 @@ class TableFrame:
     parts: list[tuple[str, str]] | None
     pending: Digest | None
     extra: list[str]
+    plain: tuple[str, str] | None = None  # the lines around the connection's cell, if not for a terminal
 
 
 def codes_json(codes: list[tuple[int, str]], names: dict[str, str]) -> bytes:
@@ -92,10 +105,16 @@ def codes_json(codes: list[tuple[int, str]], names: dict[str, str]) -> bytes:
     )
 
 
+Mode = Literal["json", "table", "plain"]
+
+
 def frame_item(
-    ev: CapturedFrame, flt: EventFilter, records: RecordsMode, table: bool, verbose: bool
+    ev: CapturedFrame, flt: EventFilter, records: RecordsMode, mode: Mode, verbose: bool, plain: TableWriter
 ) -> tuple[str, Any]:
-    """The item of a frame (see the module docstring)."""
+    """The item of a frame (see the module docstring). ``mode``: JSON lines, table rows for a
+    terminal (their summary parts are sent: the parent lays them out to its width), or table rows
+    for a file or pipe (made here with ``plain``, a writer laid out as the parent's, but for the
+    connection's number)."""
     facts = event_facts(ev)
     pairs = named_ids(facts) if facts is not None else []
     codes = facts.error_codes if facts is not None else []
@@ -111,8 +130,11 @@ def frame_item(
     named = None
     if flt.topics is not None and facts is not None:
         named = {n for n, _ in facts.topics} | {p.topic for p in facts.partitions}
-    if table:
-        return "f", _table_frame(ev, facts, flags, pairs, unnamed, named, records, verbose)
+    if mode != "json":
+        item = _table_frame(ev, facts, flags, pairs, unnamed, named, records, verbose)
+        if mode == "plain" and item.parts is not None:
+            item.plain, item.parts = plain.plain_frame(item.row, item.parts, item.extra), None
+        return "f", item
     d = ev.to_dict(records=records)
     del d["type"], d["connection"]
     when = orjson.dumps(d.pop("time"))

@@ -115,10 +115,13 @@ class MergedOutput:
         table = self.table
         assert table is not None
         row = f.row
-        row.connection = connection
         if connection not in self.seen_conns:
             self.seen_conns.add(connection)
             table.connection(connection, row.client, row.server)
+        if f.plain is not None:
+            table.write_plain(f.plain[0], connection, f.plain[1])
+            return
+        row.connection = connection
         parts = f.parts
         if parts is None:
             assert f.pending is not None
