@@ -314,3 +314,21 @@ def test_a_terminal_gets_the_same_rows_from_workers() -> None:
     one = _on_a_terminal("-j", "1", sample)
     assert b"connection #1" in one and b"\x1b[" in one  # (laid out by rich, in colour)
     assert _on_a_terminal("-j", "3", sample) == one
+
+
+@pytest.mark.parametrize("args", [("--json",), (), ("--json", "--api", "Fetch,Metadata"), ("--errors-only",)])
+def test_a_summary_from_workers_is_the_summary_of_one_process(busy: Path, args: tuple[str, ...]) -> None:
+    one = _cli("--summary", "-j", "1", *args, str(busy))
+    assert one.returncode == 0 and one.stdout, one.stderr
+    many = _cli("--summary", "-j", "3", *args, str(busy))
+    assert (many.returncode, many.stderr, many.stdout) == (0, b"", one.stdout)
+    if args == ("--json",):  # the fencing error at a topic named by id, named from another connection
+        fencing = json.loads(one.stdout)["fencing"]
+        assert fencing == [{"api": "Fetch", "partition": "orders/0", "errors": {"FENCED_LEADER_EPOCH": 1}}]
+
+
+def test_summaries_of_the_recorded_captures_and_fail_on() -> None:
+    for path in RECORDED:
+        one = _cli("--summary", "--json", "-j", "1", "--fail-on", "diagnostics", str(path))
+        many = _cli("--summary", "--json", "-j", "2", "--fail-on", "diagnostics", str(path))
+        assert (many.stdout, many.returncode) == (one.stdout, one.returncode), path

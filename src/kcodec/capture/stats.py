@@ -14,7 +14,7 @@ from kcodec.capture.events import CapturedFrame, CaptureEvent, CaptureIssue
 from kcodec.capture.facts import Facts
 from kcodec.error_codes import ErrorCode, error_name
 
-__all__ = ["FENCING_CODES", "CaptureStats", "LatencyHistogram"]
+__all__ = ["FENCING_CODES", "CaptureStats", "LatencyHistogram", "api_label"]
 
 FENCING_CODES = (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH)
 _RATIO = 1.02
@@ -40,6 +40,13 @@ class LatencyHistogram:
         b = 0 if seconds <= _FLOOR else int(math.log(seconds / _FLOOR) / _LOG_RATIO) + 1
         self.buckets[b] += 1
 
+    def merge(self, other: LatencyHistogram) -> None:
+        """Add another histogram's latencies (the same buckets: the result is as if added here)."""
+        self.buckets.update(other.buckets)
+        self.count += other.count
+        self.max = max(self.max, other.max)
+        self.min = min(self.min, other.min)
+
     def percentile(self, q: float) -> float:
         """The latency below which a fraction ``q`` of them fall (bucket's upper bound, capped at max)."""
         if not self.count:
@@ -60,7 +67,7 @@ class _Client:
     host: str
     software: set[tuple[str, str]] = field(default_factory=set)
     versions: dict[str, set[int]] = field(default_factory=dict)
-    connections: set[int] = field(default_factory=set)
+    connections: set[object] = field(default_factory=set)
 
 
 class CaptureStats:
@@ -78,17 +85,51 @@ class CaptureStats:
         self.latency: dict[str, LatencyHistogram] = {}
         self.fencing: dict[tuple[str, str], Counter[int]] = {}  # (api, topic/partition) -> code -> n
         self.issues: Counter[str] = Counter()
-        self.connections: set[int] = set()
+        self.connections: set[object] = set()  # connection numbers (tagged by shard when merged)
         self._clients: dict[tuple[str, str], _Client] = {}
         self._software: dict[int, tuple[str, str]] = {}  # connection -> client software
 
-    def add(self, event: CaptureEvent, facts: Facts | None = None) -> None:
+    def add(self, event: CaptureEvent, facts: Facts | None = None, fencing: bool = True) -> None:
+        """One event, with its facts if it is a decoded frame. ``fencing=False``: its leader-epoch
+        fencing errors are left to :meth:`add_fencing` (for a caller that learns the names of the
+        topics the frame names by id only later: a worker of a parallel decode)."""
         if isinstance(event, CaptureIssue):
             self.issues[event.kind] += 1
             return
-        self._frame(event, facts)
+        self._frame(event, facts, fencing)
 
-    def _frame(self, f: CapturedFrame, facts: Facts | None) -> None:
+    def add_fencing(self, api: str, where: str, code: int) -> None:
+        """A leader-epoch fencing error ``code`` of an ``api`` response, at ``where`` (topic/partition)."""
+        self.fencing.setdefault((api, where), Counter())[code] += 1
+
+    def merge(self, other: CaptureStats, tag: int) -> None:
+        """Add the totals of another part of the capture (another shard's connections: ``tag`` keeps
+        their connection numbers apart from these)."""
+        self.frames += other.frames
+        self.requests += other.requests
+        self.undecodable += other.undecodable
+        self.nonconformant += other.nonconformant
+        self.bytes += other.bytes
+        self.apis.update(other.apis)
+        self.api_bytes.update(other.api_bytes)
+        for api, codes in other.errors.items():
+            self.errors.setdefault(api, Counter()).update(codes)
+        for api, h in other.latency.items():
+            self.latency.setdefault(api, LatencyHistogram()).merge(h)
+        for place, codes in other.fencing.items():
+            self.fencing.setdefault(place, Counter()).update(codes)
+        self.issues.update(other.issues)
+        self.connections.update((tag, n) for n in other.connections)
+        for key, c in other._clients.items():
+            mine = self._clients.get(key)
+            if mine is None:
+                mine = self._clients[key] = _Client(c.client_id, c.host)
+            mine.software |= c.software
+            for api, versions in c.versions.items():
+                mine.versions.setdefault(api, set()).update(versions)
+            mine.connections.update((tag, n) for n in c.connections)
+
+    def _frame(self, f: CapturedFrame, facts: Facts | None, fencing: bool = True) -> None:
         self.frames += 1
         self.connections.add(f.connection)
         self.bytes += 4 + (f.size or 0)
@@ -98,7 +139,7 @@ class CaptureStats:
             self.undecodable += 1
         if f.diagnostics:
             self.nonconformant += 1
-        api = f.api_name or (f"key {f.api_key}" if f.api_key is not None else "?")
+        api = api_label(f)
         version = -1 if f.api_version is None else f.api_version
         self.apis[(api, version, f.direction)] += 1
         self.api_bytes[(api, version)] += 4 + (f.size or 0)
@@ -108,8 +149,8 @@ class CaptureStats:
             errors = self.errors.setdefault(api, Counter())
             for code, where in facts.error_codes:
                 errors[code] += 1
-                if code in FENCING_CODES:
-                    self.fencing.setdefault((api, where), Counter())[code] += 1
+                if fencing and code in FENCING_CODES:
+                    self.add_fencing(api, where, code)
         if f.direction == "request":
             self._client(f, facts)
 
@@ -154,7 +195,7 @@ class CaptureStats:
             per["bytes"] = self.api_bytes[(api, version)]
         for api, codes in self.errors.items():
             if codes and api in apis:
-                apis[api]["errors"] = {error_name(c): n for c, n in codes.most_common()}
+                apis[api]["errors"] = {error_name(c): n for c, n in _by_count(codes)}
         for api, h in self.latency.items():
             if api in apis:
                 apis[api]["latency_ms"] = {
@@ -171,11 +212,25 @@ class CaptureStats:
             "bytes": self.bytes,
             "undecodable": self.undecodable,
             "nonconformant": self.nonconformant,
-            "issues": dict(self.issues),
+            "issues": dict(sorted(self.issues.items())),
             "apis": apis,
             "clients": self.clients(),
             "fencing": [
-                {"api": api, "partition": where, "errors": {error_name(c): n for c, n in codes.items()}}
+                {
+                    "api": api,
+                    "partition": where,
+                    "errors": {error_name(c): n for c, n in sorted(codes.items())},
+                }
                 for (api, where), codes in sorted(self.fencing.items())
             ],
         }
+
+
+def api_label(f: CapturedFrame) -> str:
+    """The API a frame is counted under: its name, ``key N`` for a key kcodec does not know, ``?``."""
+    return f.api_name or (f"key {f.api_key}" if f.api_key is not None else "?")
+
+
+def _by_count(codes: Counter[int]) -> list[tuple[int, int]]:
+    """Most frequent first; equal counts by code (an order that does not depend on the order seen)."""
+    return sorted(codes.items(), key=lambda item: (-item[1], item[0]))

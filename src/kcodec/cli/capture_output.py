@@ -26,7 +26,7 @@ from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.capture_view import full_view, record_lines, summary_parts
 from kcodec.error_codes import error_name
 
-__all__ = ["CaptureOutput", "Totals", "frame_json", "quiet_stdout"]
+__all__ = ["CaptureOutput", "Totals", "frame_json", "quiet_stdout", "write_summary"]
 
 RecordsMode = Literal["raw", "base64", "text"]
 
@@ -174,12 +174,7 @@ class CaptureOutput:
     def end(self) -> None:
         """The summary, or the table's last line (totals)."""
         if self.summary:
-            from kcodec.cli.capture_summary import print_summary
-
-            if self.jsonout is not None:
-                self.jsonout.write(orjson.dumps(self.stats.to_dict(), option=orjson.OPT_APPEND_NEWLINE))
-            else:
-                print_summary(self.stats.to_dict(), sys.stdout.isatty())
+            write_summary(self.stats, self.jsonout)
             return
         if self.table is not None:
             self.table.line(self.totals.line(self.shown))
@@ -188,6 +183,16 @@ class CaptureOutput:
         if self.jsonout is not None:
             self.jsonout.flush()
         sys.stdout.flush()
+
+
+def write_summary(stats: CaptureStats, jsonout: IO[bytes] | None) -> None:
+    """``--summary``: one JSON object to ``jsonout`` if given, else tables on standard output."""
+    if jsonout is not None:
+        jsonout.write(orjson.dumps(stats.to_dict(), option=orjson.OPT_APPEND_NEWLINE))
+        return
+    from kcodec.cli.capture_summary import print_summary
+
+    print_summary(stats.to_dict(), sys.stdout.isatty())
 
 
 def quiet_stdout() -> None:

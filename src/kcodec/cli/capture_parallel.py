@@ -37,11 +37,11 @@ from multiprocessing.connection import Connection
 from typing import IO, Any, cast
 
 from kcodec.capture import CapturedFrame, CaptureFileError, CaptureIssue
-from kcodec.capture.shard import BatchMerge, Closed, Key, Opened, iter_shard
+from kcodec.capture.shard import END, BatchMerge, Closed, Opened, iter_shard
 from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_output import RecordsMode
 from kcodec.cli.capture_table import TableWriter
-from kcodec.cli.parallel_items import Mode, frame_item
+from kcodec.cli.parallel_items import Mode, ShardSummary, frame_item
 from kcodec.cli.parallel_sink import MergedOutput
 
 __all__ = ["ParallelRun", "WorkerFailed", "default_jobs"]
@@ -113,20 +113,27 @@ def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Conn
     mode: Mode = options.pop("mode")
     verbose: bool = options.pop("verbose")
     plain = TableWriter()
+    summary = ShardSummary(flt) if mode == "summary" else None
     try:
         with open(path, "rb") as f:
             source = _Position(f)
-            batch: list[tuple[Key, str, Any]] = []
+            batch: list[tuple[Any, ...]] = []
             size = 0
             for key, item in iter_shard(cast(IO[bytes], source), shard, shards, position=source, **options):
                 if isinstance(item, CapturedFrame):
+                    if summary is not None:
+                        batch += [(key, tag, data) for tag, data in summary.frame(item)]
+                        continue
                     tag, data = frame_item(item, flt, records, mode, verbose, plain)
                     batch.append((key, tag, data))
                     size += len(data.body) if tag == "f" and mode == "json" else 1024
                     if size < _BATCH_BYTES:
                         continue
                 elif isinstance(item, CaptureIssue):
-                    batch.append((key, "i", item))
+                    if summary is not None:
+                        summary.issue(item)
+                    else:
+                        batch.append((key, "i", item))
                     continue
                 elif isinstance(item, Opened):
                     batch.append((key, "o", item.number))
@@ -138,6 +145,8 @@ def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Conn
                     batch.append((key, "m", item.position))
                 out.send_bytes(pickle.dumps(("batch", batch), protocol=pickle.HIGHEST_PROTOCOL))
                 batch, size = [], 0
+            if summary is not None:  # the shard's totals, last
+                batch.append(((END, END, 1), "s", (summary.stats, summary.flags)))
             out.send_bytes(pickle.dumps(("done", batch), protocol=pickle.HIGHEST_PROTOCOL))
     except CaptureFileError as e:
         out.send_bytes(pickle.dumps(("unreadable", str(e))))

@@ -55,6 +55,15 @@ class _Progress:
         self.bar.stop()
 
 
+def _mode(out: CaptureOutput) -> str:
+    """What a parallel decode's workers make for each frame (``kcodec.cli.parallel_items.Mode``)."""
+    if out.summary:
+        return "summary"
+    if out.table is None:
+        return "json"
+    return "plain" if out.table.console is None else "table"
+
+
 class Run:
     def __init__(
         self,
@@ -75,8 +84,9 @@ class Run:
         path: str | None = None,
     ) -> None:
         self.source = source
-        # several worker processes: for JSON lines or the table from a file (the summary: one)
-        self.jobs = jobs if not summary and path is not None else 1
+        # several worker processes: for a file; a summary of all frames that do not depend on the
+        # names of topics named elsewhere (-c counts frames in capture order, --topic needs names)
+        self.jobs = jobs if path is not None and not (summary and (count or flt.topics is not None)) else 1
         self.path = path
         self.label = label
         self.strict = strict
@@ -152,14 +162,16 @@ class Run:
 
         assert self.path is not None
         out = self.output
-        merged = MergedOutput(flt=out.flt, jsonout=out.jsonout, table=out.table, count=out.count)
+        merged = MergedOutput(
+            flt=out.flt, jsonout=out.jsonout, table=out.table, count=out.count, summary=out.summary
+        )
         options = {
             "ports": self.ports,
             "autodetect": self.autodetect,
             "strict": self.strict,
             "flt": out.flt,
             "records": out.records,
-            "mode": "json" if out.table is None else "plain" if out.table.console is None else "table",
+            "mode": _mode(out),
             "verbose": out.verbose,
         }
         run = ParallelRun(self.path, self.jobs, merged, options)

@@ -118,7 +118,7 @@ def _jobs(jobs: int | None, capture: str) -> int:
     type=click.IntRange(min=1, max=64),
     default=None,
     metavar="N",
-    help="Worker processes, each decoding a share of the connections (a file; not --summary): the "
+    help="Worker processes, each decoding a share of the connections (a file, not standard input): the "
     "output is the same as with one. Default: one per core (up to 8) for files of 16 MiB or more.",
 )
 @click.option(

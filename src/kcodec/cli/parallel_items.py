@@ -7,6 +7,9 @@ Items are ``(key, tag, data)`` tuples (``key``: the event's place in the capture
 
 - ``"f"`` a frame to show: a :class:`JsonFrame` or a :class:`TableFrame`;
 - ``"n"`` a frame a filter drops: ``(connection, flags, pairs)`` (counted; its topic names learnt);
+- for ``--summary``, the shard's :class:`ShardSummary` instead: ``"l"`` a frame's topic names to
+  learn, ``"z"`` leader-epoch fencing errors at topics named by id only ``(api, [(code, where)],
+  ids)``, and last ``"s"``, the shard's totals ``(CaptureStats, --fail-on flags)``;
 - ``"i"`` a :class:`~kcodec.capture.CaptureIssue`;
 - ``"o"``/``"c"`` a connection opened/closed (its number in the shard);
 - ``"m"`` a mark: the bytes of the file read so far.
@@ -19,8 +22,9 @@ from typing import Any, Literal
 
 import orjson
 
-from kcodec.capture import CapturedFrame
+from kcodec.capture import CapturedFrame, CaptureIssue
 from kcodec.capture.facts import Facts, event_facts
+from kcodec.capture.stats import FENCING_CODES, CaptureStats, api_label
 from kcodec.capture.topics import named_ids, renamed, unnamed_ids
 from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_output import RecordsMode
@@ -36,6 +40,7 @@ __all__ = [
     "JsonFrame",
     "Mode",
     "Row",
+    "ShardSummary",
     "TableFrame",
     "codes_json",
     "frame_item",
@@ -105,7 +110,7 @@ def codes_json(codes: list[tuple[int, str]], names: dict[str, str]) -> bytes:
     )
 
 
-Mode = Literal["json", "table", "plain"]
+Mode = Literal["json", "table", "plain", "summary"]
 
 
 def frame_item(
@@ -165,3 +170,41 @@ def _table_frame(
         pending = digest(ev, facts, pending=True)
         return TableFrame(ev.connection, flags, pairs, unnamed, named, row, None, pending, extra)
     return TableFrame(ev.connection, flags, pairs, unnamed, named, row, summary_parts(ev, facts), None, extra)
+
+
+class ShardSummary:
+    """``--summary`` over one shard: its totals (:class:`~kcodec.capture.stats.CaptureStats`, merged
+    by the parent) and ``--fail-on`` flags, and the items that need the parent: topic names to learn,
+    and fencing errors at topics named by id only (their places named once the names are known)."""
+
+    def __init__(self, flt: EventFilter) -> None:
+        self.flt = flt
+        self.stats = CaptureStats()
+        self.flags: set[str] = set()
+
+    def frame(self, ev: CapturedFrame) -> list[tuple[str, Any]]:
+        facts = event_facts(ev)
+        out: list[tuple[str, Any]] = []
+        pairs = named_ids(facts) if facts is not None else []
+        if pairs:
+            out.append(("l", pairs))
+        if not self.flt.keeps_all and not self.flt.keep_frame(ev, facts, topics=False):
+            return out
+        if ev.error is not None:
+            self.flags.add("errors")
+        if ev.diagnostics:
+            self.flags.add("diagnostics")
+        if facts is not None and facts.error_codes:
+            self.flags.add("error-codes")
+        unnamed = unnamed_ids(facts) if facts is not None else []
+        self.stats.add(ev, facts, fencing=not unnamed)
+        if unnamed and facts is not None and ev.direction == "response":
+            fencing = [(code, where) for code, where in facts.error_codes if code in FENCING_CODES]
+            if fencing:
+                out.append(("z", (api_label(ev), fencing, unnamed)))
+        return out
+
+    def issue(self, ev: CaptureIssue) -> None:
+        if self.flt.keep(ev, None):
+            self.flags.add("issues")
+            self.stats.add(ev)

@@ -16,9 +16,10 @@ import orjson
 
 from kcodec.capture import CaptureIssue
 from kcodec.capture.shard import Numbering
-from kcodec.capture.topics import TopicDirectory
+from kcodec.capture.stats import CaptureStats
+from kcodec.capture.topics import TopicDirectory, renamed
 from kcodec.cli.capture_filters import EventFilter
-from kcodec.cli.capture_output import Totals, frame_json
+from kcodec.cli.capture_output import Totals, frame_json, write_summary
 from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.capture_view import summary_from
 from kcodec.cli.parallel_items import CODES, DIAG, ERR, REQUEST, JsonFrame, TableFrame, codes_json
@@ -27,12 +28,20 @@ __all__ = ["MergedOutput"]
 
 
 class MergedOutput:
-    """Merged items in, JSON lines (``jsonout``) or table rows (``table``) out."""
+    """Merged items in, JSON lines (``jsonout``), table rows (``table``) or the summary out."""
 
     def __init__(
-        self, *, flt: EventFilter, jsonout: IO[bytes] | None, table: TableWriter | None, count: int | None
+        self,
+        *,
+        flt: EventFilter,
+        jsonout: IO[bytes] | None,
+        table: TableWriter | None,
+        count: int | None,
+        summary: bool = False,
     ) -> None:
         self.flt = flt
+        self.summary = summary
+        self.stats = CaptureStats()
         self.jsonout = jsonout
         self.table = table
         self.count = count
@@ -69,6 +78,17 @@ class MergedOutput:
                     self._count(numbering(k, connection), flags)
                 else:
                     self._issue(k, data)
+            elif tag == "l":
+                self.topics.learn_pairs(data)
+            elif tag == "z":
+                api, fencing, unnamed = data
+                found = self.topics.lookup(unnamed)
+                for code, where in fencing:
+                    self.stats.add_fencing(api, renamed(where, found) if found else where, code)
+            elif tag == "s":
+                stats, flags = data
+                self.stats.merge(stats, k)
+                self.flags |= flags
             elif tag == "o":
                 numbering.opened(k, data)
             elif tag == "c":
@@ -144,6 +164,8 @@ class MergedOutput:
         self.totals.frame(connection, bool(flags & REQUEST), bool(flags & ERR), bool(flags & DIAG))
 
     def end(self) -> None:
-        """The table's last line (totals), as :meth:`CaptureOutput.end` writes it."""
-        if self.table is not None:
+        """The summary, or the table's last line (totals), as :meth:`CaptureOutput.end` writes them."""
+        if self.summary:
+            write_summary(self.stats, self.jsonout)
+        elif self.table is not None:
             self.table.line(self.totals.line(self.shown))
