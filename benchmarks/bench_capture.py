@@ -6,9 +6,9 @@
 The capture is made by ``capture_workload.write_capture`` (client/broker sessions: Produce with
 record batches, Fetch, Metadata, OffsetCommit, Heartbeat, ...). Each command runs in its own process
 with its output sent to /dev/null; its wall time, CPU time (user + system) and peak resident memory
-come from ``os.wait4`` (for ``--json`` and the table, which run a worker process per core by default,
-the CPU time of all of them, and the peak of the largest: each holds its share of the connections);
-the best of ``--runs`` is kept. MB/s is capture bytes per second; frames/s
+come from ``os.wait4`` (for the commands without ``-j 1``, which run a worker process per core by
+default, the CPU time of all of them, and the peak of the largest: each holds its share of the
+connections); the best of ``--runs`` is kept. MB/s is capture bytes per second; frames/s
 counts the Kafka frames in the capture. Debian's ``tshark`` is installed with apt-get if it is
 missing (needs root). The machine may be shared: CPU time is the steadier figure.
 """
@@ -92,6 +92,7 @@ def main() -> int:
             "kcodec (table)": [*kcodec, str(path)],
             "kcodec (table) -j 1": [*kcodec, str(path), "-j", "1"],
             "kcodec --summary": [*kcodec, str(path), "--summary"],
+            "kcodec --summary -j 1": [*kcodec, str(path), "--summary", "-j", "1"],
             "tshark -T json": [tshark, "-r", str(path), "-d", "tcp.port==9092,kafka", "-T", "json"],
             "tshark (text)": [tshark, "-r", str(path), "-d", "tcp.port==9092,kafka"],
         }
@@ -105,12 +106,12 @@ def main() -> int:
     )
     base_wall, base_cpu, _ = results["tshark -T json"]
     print(
-        f"{'command':<19} {'wall s':>7} {'cpu s':>7} {'MB/s':>7} {'MB/s cpu':>9} {'frames/s':>9} "
+        f"{'command':<21} {'wall s':>7} {'cpu s':>7} {'MB/s':>7} {'MB/s cpu':>9} {'frames/s':>9} "
         f"{'peak MB':>8} {'x tshark json (wall / cpu)':>27}"
     )
     for name, (wall, cpu, rss) in results.items():
         print(
-            f"{name:<19} {wall:>7.2f} {cpu:>7.2f} {mb / wall:>7.1f} {mb / cpu:>9.1f} {frames / wall:>9.0f} "
+            f"{name:<21} {wall:>7.2f} {cpu:>7.2f} {mb / wall:>7.1f} {mb / cpu:>9.1f} {frames / wall:>9.0f} "
             f"{rss:>8.0f} {base_wall / wall:>13.1f} / {base_cpu / cpu:<11.1f}"
         )
     return 0
