@@ -5,7 +5,8 @@
 (:class:`~kcodec.cli.capture_output.CaptureOutput`): topic names learnt then resolved, totals, the
 ``--topic`` filter, the ``--fail-on`` flags, ``-c``; then writes the frame's JSON line (its time,
 its capture-wide connection number, the worker's JSON, its topic names and error codes) or its table
-row.
+row. For ``--summary`` it adds up the workers' totals, and names the places of the fencing errors
+they left to it (at topics their frames name by id only) with the names learnt by then.
 """
 
 from __future__ import annotations
