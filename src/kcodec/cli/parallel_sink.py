@@ -142,7 +142,7 @@ class MergedOutput:
         if f.plain is not None:
             table.write_plain(f.plain[0], connection, f.plain[1])
             return
-        row.connection = connection
+        row = row._replace(connection=connection)
         parts = f.parts
         if parts is None:
             assert f.pending is not None
