@@ -162,7 +162,8 @@ class MergedOutput:
             self.table.issue(issue)
 
     def _count(self, connection: int, flags: int) -> None:
-        self.totals.frame(connection, bool(flags & REQUEST), bool(flags & ERR), bool(flags & DIAG))
+        if self.table is not None:  # (only the table's last line shows the totals)
+            self.totals.frame(connection, bool(flags & REQUEST), bool(flags & ERR), bool(flags & DIAG))
 
     def end(self) -> None:
         """The summary, or the table's last line (totals), as :meth:`CaptureOutput.end` writes them."""
