@@ -38,6 +38,7 @@ from typing import IO, Any, cast
 
 from kcodec.capture import CapturedFrame, CaptureFileError, CaptureIssue
 from kcodec.capture.shard import END, BatchMerge, Closed, Opened, iter_shard
+from kcodec.capture.topics import TopicDirectory
 from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_output import RecordsMode
 from kcodec.cli.capture_table import TableWriter
@@ -113,6 +114,7 @@ def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Conn
     mode: Mode = options.pop("mode")
     verbose: bool = options.pop("verbose")
     plain = TableWriter()
+    local = TopicDirectory()  # the topic names this shard's frames teach (for table rows)
     summary = ShardSummary(flt) if mode == "summary" else None
     try:
         with open(path, "rb") as f:
@@ -124,7 +126,7 @@ def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Conn
                     if summary is not None:
                         batch += [(key, tag, data) for tag, data in summary.frame(item)]
                         continue
-                    tag, data = frame_item(item, flt, records, mode, verbose, plain)
+                    tag, data = frame_item(item, flt, records, mode, verbose, plain, local)
                     batch.append((key, tag, data))
                     size += len(data.body) if tag == "f" and mode == "json" else 1024
                     if size < _BATCH_BYTES:

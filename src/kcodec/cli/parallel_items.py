@@ -27,11 +27,11 @@ import orjson
 from kcodec.capture import CapturedFrame, CaptureIssue
 from kcodec.capture.facts import Facts, event_facts
 from kcodec.capture.stats import FENCING_CODES, CaptureStats, api_label
-from kcodec.capture.topics import named_ids, renamed, unnamed_ids
+from kcodec.capture.topics import TopicDirectory, named_ids, renamed, unnamed_ids
 from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_output import RecordsMode
 from kcodec.cli.capture_table import TableWriter
-from kcodec.cli.capture_view import Digest, digest, full_view, record_lines, summary_parts
+from kcodec.cli.capture_view import Digest, digest, full_view, record_lines, summary_from, summary_parts
 from kcodec.error_codes import error_name
 
 __all__ = [
@@ -84,8 +84,10 @@ class Row(NamedTuple):
 
 
 class TableFrame(NamedTuple):
-    """A frame's table row: its summary parts, or, when topic names learnt elsewhere may change them,
-    the :class:`~kcodec.cli.capture_view.Digest` to make them from once the names are known."""
+    """A frame's table row: its summary parts (or, for a file or pipe, its laid-out lines). When the
+    frame names topics by id only, they are made with the names the worker's own connections taught
+    it (``assumed``), and the :class:`~kcodec.cli.capture_view.Digest` comes along (``pending``): if
+    the names the parent knows at that point differ, it makes the summary again from the digest."""
 
     connection: int
     flags: int
@@ -97,6 +99,7 @@ class TableFrame(NamedTuple):
     pending: Digest | None
     extra: list[str]
     plain: tuple[str, str] | None = None  # the lines around the connection's cell, if not for a terminal
+    assumed: dict[str, str] | None = None  # the names ``parts``/``plain`` were made with (if pending)
 
 
 def codes_json(codes: list[tuple[int, str]], names: dict[str, str]) -> bytes:
@@ -113,14 +116,22 @@ Mode = Literal["json", "table", "plain", "summary"]
 
 
 def frame_item(
-    ev: CapturedFrame, flt: EventFilter, records: RecordsMode, mode: Mode, verbose: bool, plain: TableWriter
+    ev: CapturedFrame,
+    flt: EventFilter,
+    records: RecordsMode,
+    mode: Mode,
+    verbose: bool,
+    plain: TableWriter,
+    local: TopicDirectory,
 ) -> tuple[str, Any]:
     """The item of a frame (see the module docstring). ``mode``: JSON lines, table rows for a
     terminal (their summary parts are sent: the parent lays them out to its width), or table rows
     for a file or pipe (made here with ``plain``, a writer laid out as the parent's, but for the
-    connection's number)."""
+    connection's number). ``local``: the topic names the shard's own frames taught so far."""
     facts = event_facts(ev)
     pairs = named_ids(facts) if facts is not None else []
+    if pairs and mode != "json":
+        local.learn_pairs(pairs)
     codes = facts.error_codes if facts is not None else []
     flags = (
         (ERR if ev.error is not None else 0)
@@ -135,8 +146,9 @@ def frame_item(
     if flt.topics is not None and facts is not None:
         named = {n for n, _ in facts.topics} | {p.topic for p in facts.partitions}
     if mode != "json":
-        item = _table_frame(ev, facts, flags, pairs, unnamed, named, records, verbose)
-        if mode == "plain" and item.parts is not None:
+        item = _table_frame(ev, facts, flags, pairs, unnamed, named, records, verbose, local)
+        if mode == "plain":
+            assert item.parts is not None
             item = item._replace(plain=plain.plain_frame(item.row, item.parts, item.extra), parts=None)
         return "f", item
     d = ev.to_dict(records=records)
@@ -155,6 +167,7 @@ def _table_frame(
     named: set[str | None] | None,
     records: RecordsMode,
     verbose: bool,
+    local: TopicDirectory,
 ) -> TableFrame:
     row = Row(
         ev.timestamp, ev.connection, ev.client, ev.server, ev.direction, ev.api_key, ev.api_version,
@@ -167,7 +180,11 @@ def _table_frame(
         extra += full_view(ev)
     if unnamed and facts is not None:
         pending = digest(ev, facts, pending=True)
-        return TableFrame(ev.connection, flags, pairs, unnamed, named, row, None, pending, extra)
+        assumed = local.lookup(unnamed)
+        parts = summary_from(pending, assumed)
+        return TableFrame(
+            ev.connection, flags, pairs, unnamed, named, row, parts, pending, extra, None, assumed
+        )
     return TableFrame(ev.connection, flags, pairs, unnamed, named, row, summary_parts(ev, facts), None, extra)
 
 

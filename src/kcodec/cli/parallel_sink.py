@@ -139,15 +139,13 @@ class MergedOutput:
         if connection not in self.seen_conns:
             self.seen_conns.add(connection)
             table.connection(connection, row.client, row.server)
-        if f.plain is not None:
+        if f.pending is not None and found != f.assumed:  # names the worker did not know: made again
+            table.frame(row._replace(connection=connection), summary_from(f.pending, found), f.extra)
+        elif f.plain is not None:
             table.write_plain(f.plain[0], connection, f.plain[1])
-            return
-        row = row._replace(connection=connection)
-        parts = f.parts
-        if parts is None:
-            assert f.pending is not None
-            parts = summary_from(f.pending, found)
-        table.frame(row, parts, f.extra)
+        else:
+            assert f.parts is not None
+            table.frame(row._replace(connection=connection), f.parts, f.extra)
 
     def _issue(self, k: int, issue: CaptureIssue) -> None:
         if issue.connection is not None:
