@@ -26,7 +26,7 @@ from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.capture_view import full_view, record_lines, summary_parts
 from kcodec.error_codes import error_name
 
-__all__ = ["CaptureOutput", "Totals", "frame_json", "quiet_stdout", "write_summary"]
+__all__ = ["CaptureOutput", "Totals", "frame_json", "note_flags", "quiet_stdout", "write_summary"]
 
 RecordsMode = Literal["raw", "base64", "text"]
 
@@ -145,12 +145,7 @@ class CaptureOutput:
         if isinstance(ev, CaptureIssue):
             self.flags.add("issues")
             return
-        if ev.error is not None:
-            self.flags.add("errors")
-        if ev.diagnostics:
-            self.flags.add("diagnostics")
-        if facts is not None and facts.error_codes:
-            self.flags.add("error-codes")
+        note_flags(self.flags, ev, facts)
 
     def _show(self, ev: CaptureEvent, facts: Facts | None) -> None:
         if self.jsonout is not None:
@@ -183,6 +178,16 @@ class CaptureOutput:
         if self.jsonout is not None:
             self.jsonout.flush()
         sys.stdout.flush()
+
+
+def note_flags(flags: set[str], frame: CapturedFrame, facts: Facts | None) -> None:
+    """Add the ``--fail-on`` conditions a shown frame meets to ``flags``."""
+    if frame.error is not None:
+        flags.add("errors")
+    if frame.diagnostics:
+        flags.add("diagnostics")
+    if facts is not None and facts.error_codes:
+        flags.add("error-codes")
 
 
 def write_summary(stats: CaptureStats, jsonout: IO[bytes] | None) -> None:

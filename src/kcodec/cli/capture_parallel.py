@@ -31,6 +31,7 @@ import os
 import pickle
 import queue
 import signal
+import stat
 import threading
 import traceback
 from multiprocessing.connection import Connection
@@ -42,6 +43,7 @@ from kcodec.capture.topics import TopicDirectory
 from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_output import RecordsMode
 from kcodec.cli.capture_table import TableWriter
+from kcodec.cli.common import CountingReader
 from kcodec.cli.parallel_items import Mode, ShardSummary, frame_item
 from kcodec.cli.parallel_sink import MergedOutput
 
@@ -66,7 +68,7 @@ def default_jobs(path: str, size_threshold: int = 16 << 20) -> int:
         st = os.stat(path)
     except OSError:
         return 1
-    if not os.path.isfile(path) or st.st_size < size_threshold:
+    if not stat.S_ISREG(st.st_mode) or st.st_size < size_threshold:
         return 1
     try:
         cores = len(os.sched_getaffinity(0))
@@ -88,24 +90,6 @@ def _widen(pipe: Connection) -> None:
 # --- the worker side ------------------------------------------------------------------------------
 
 
-class _Position:
-    """A binary file that counts the bytes read (the progress the parent shows)."""
-
-    def __init__(self, f: IO[bytes]) -> None:
-        self.f = f
-        self.count = 0
-        self.name = getattr(f, "name", "-")
-
-    def read(self, n: int = -1) -> bytes:
-        data = self.f.read(n)
-        self.count += len(data)
-        return data
-
-    def seek(self, pos: int) -> int:
-        self.count = pos
-        return self.f.seek(pos)
-
-
 def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Connection) -> None:
     """A worker process: shard ``shard`` of the capture, sent to the parent in batches."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -118,7 +102,7 @@ def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Conn
     summary = ShardSummary(flt) if mode == "summary" else None
     try:
         with open(path, "rb") as f:
-            source = _Position(f)
+            source = CountingReader(f)
             batch: list[tuple[Any, ...]] = []
             size = 0
             for key, item in iter_shard(cast(IO[bytes], source), shard, shards, position=source, **options):

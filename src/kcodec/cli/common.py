@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
@@ -14,6 +14,25 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from kcodec.client import ConnectionSettings
+
+
+class CountingReader:
+    """A binary file that counts the bytes read (``count``: what a progress bar shows)."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self.f = f
+        self.count = 0
+        self.name = getattr(f, "name", "-")
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n)
+        self.count += len(data)
+        return data
+
+    def seek(self, pos: int) -> int:
+        self.count = pos
+        return self.f.seek(pos)
+
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 

@@ -8,33 +8,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 import click
 
 from kcodec.cli.capture_filters import EventFilter, parse_addresses, parse_apis
-from kcodec.cli.common import CONTEXT_SETTINGS, kafka_port_options
+from kcodec.cli.common import CONTEXT_SETTINGS, CountingReader, kafka_port_options
 
 EXIT_UNREADABLE, EXIT_FAIL_ON, EXIT_INTERRUPTED = 1, 3, 130
 FAIL_ON = ("issues", "errors", "error-codes", "diagnostics")
-
-
-class _Counting:
-    """A binary file wrapper that counts the bytes read (for the progress bar)."""
-
-    def __init__(self, f: IO[bytes]) -> None:
-        self.f = f
-        self.count = 0
-        self.name = getattr(f, "name", "-")
-
-    def read(self, n: int = -1) -> bytes:
-        data = self.f.read(n)
-        self.count += len(data)
-        return data
-
-    def seek(self, pos: int) -> int:
-        self.count = pos
-        return self.f.seek(pos)
 
 
 def _fail_on(values: tuple[str, ...]) -> frozenset[str]:
@@ -168,7 +150,7 @@ def decode_capture_command(
     except OSError as e:
         click.echo(f"kcodec decode-capture: {capture}: {e.strerror or e}", err=True)
         sys.exit(EXIT_UNREADABLE)
-    counting = _Counting(source)
+    counting = CountingReader(source)
     run = Run(
         counting,
         label=capture,

@@ -29,7 +29,7 @@ from kcodec.capture.facts import Facts, event_facts
 from kcodec.capture.stats import FENCING_CODES, CaptureStats, api_label
 from kcodec.capture.topics import TopicDirectory, named_ids, renamed, unnamed_ids
 from kcodec.cli.capture_filters import EventFilter
-from kcodec.cli.capture_output import RecordsMode
+from kcodec.cli.capture_output import RecordsMode, note_flags
 from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.capture_view import Digest, digest, full_view, record_lines, summary_from, summary_parts
 from kcodec.error_codes import error_name
@@ -206,12 +206,7 @@ class ShardSummary:
             out.append(("l", pairs))
         if not self.flt.keeps_all and not self.flt.keep_frame(ev, facts, topics=False):
             return out
-        if ev.error is not None:
-            self.flags.add("errors")
-        if ev.diagnostics:
-            self.flags.add("diagnostics")
-        if facts is not None and facts.error_codes:
-            self.flags.add("error-codes")
+        note_flags(self.flags, ev, facts)
         unnamed = unnamed_ids(facts) if facts is not None else []
         self.stats.add(ev, facts, fencing=not unnamed)
         if unnamed and facts is not None and ev.direction == "response":
