@@ -43,7 +43,13 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         src = str(root / "src")
         if src not in sys.path:
             sys.path.insert(0, src)
-        from kcodec.codegen.compile import RUNTIME_MODULES, compile_modules, log, remove_extensions, selection
+        from kcodec.codegen.compile import (
+            compile_modules,
+            log,
+            modules_to_compile,
+            remove_extensions,
+            selection,
+        )
         from kcodec.codegen.generate import generate_package, package_plan
 
         editable = version == "editable"
@@ -72,8 +78,7 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
 
         extensions: list[Path] = []
         if compiled:
-            modules = list(RUNTIME_MODULES)
-            modules += [f"kcodec._generated.{m.module}" for m in plan.modules if m.target.compiled]
+            modules = modules_to_compile(out_dir, [m.module for m in plan.modules if m.target.compiled])
             log(f"compiling {len(modules)} modules with mypyc ({ENV}={os.environ.get(ENV)!r}) ...")
             try:
                 result = compile_modules(stage, modules, root / "build" / "kcodec-mypyc")

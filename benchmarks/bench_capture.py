@@ -1,7 +1,7 @@
 """Capture decoding speed and memory: ``kcodec decode-capture`` (``--json`` and the table) beside
 ``tshark -T json`` on the same generated capture (benchmark, not a test).
 
-    python benchmarks/bench_capture.py [--mb 60] [--runs 3] [--capture FILE]
+    python benchmarks/bench_capture.py [--mb 60] [--runs 3] [--capture FILE] [--compiled PYTHON]
 
 The capture is made by ``capture_workload.write_capture`` (client/broker sessions: Produce with
 record batches, Fetch, Metadata, OffsetCommit, Heartbeat, ...). Each command runs in its own process
@@ -9,8 +9,10 @@ with its output sent to /dev/null; its wall time, CPU time (user + system) and p
 come from ``os.wait4`` (for the commands without ``-j 1``, which run a worker process per core by
 default, the CPU time of all of them, and the peak of the largest: each holds its share of the
 connections); the best of ``--runs`` is kept. MB/s is capture bytes per second; frames/s
-counts the Kafka frames in the capture. Debian's ``tshark`` is installed with apt-get if it is
-missing (needs root). The machine may be shared: CPU time is the steadier figure.
+counts the Kafka frames in the capture. ``--compiled PYTHON``: also time the compiled build
+(``KCODEC_COMPILE=1 pip install .`` into that Python's environment) in the same run. Debian's
+``tshark`` is installed with apt-get if it is missing (needs root). The machine may be shared: CPU
+time is the steadier figure.
 """
 
 from __future__ import annotations
@@ -60,11 +62,25 @@ def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
+def _compiled_command(python: str, env: dict[str, str]) -> list[str]:
+    """decode-capture run by ``python``, which must have the compiled build."""
+    check = subprocess.run(
+        [python, "-c", "import kcodec; print(kcodec.compiled)"], capture_output=True, text=True, env=env
+    )
+    if check.returncode != 0 or check.stdout.strip() != "True":
+        said = check.stdout.strip() or check.stderr.strip()[-200:]
+        raise SystemExit(f"--compiled {python}: no compiled build of kcodec there ({said})")
+    return [python, "-m", "kcodec.cli", "decode-capture"]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--mb", type=float, default=60.0, help="size of the generated capture (MB)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--capture", type=Path, help="use this capture instead of generating one")
+    parser.add_argument(
+        "--compiled", metavar="PYTHON", help="a Python with kcodec's compiled build installed: time it too"
+    )
     args = parser.parse_args()
 
     tshark = ensure_tshark()
@@ -86,6 +102,7 @@ def main() -> int:
             )
             frames = int(out.stdout.split(b'"frames":')[1].split(b",")[0])
         measure([*kcodec, str(path), "-c", "1"], env)  # compile and cache kcodec's modules once
+        compiled = _compiled_command(args.compiled, env) if args.compiled else None
         commands = {
             "kcodec --json": [*kcodec, str(path), "--json"],  # (by default, a worker per core)
             "kcodec --json -j 1": [*kcodec, str(path), "--json", "-j", "1"],
@@ -93,6 +110,16 @@ def main() -> int:
             "kcodec (table) -j 1": [*kcodec, str(path), "-j", "1"],
             "kcodec --summary": [*kcodec, str(path), "--summary"],
             "kcodec --summary -j 1": [*kcodec, str(path), "--summary", "-j", "1"],
+            **(
+                {
+                    "compiled --json": [*compiled, str(path), "--json"],
+                    "compiled --json -j 1": [*compiled, str(path), "--json", "-j", "1"],
+                    "compiled (table)": [*compiled, str(path)],
+                    "compiled (table) -j 1": [*compiled, str(path), "-j", "1"],
+                }
+                if compiled
+                else {}
+            ),
             "tshark -T json": [tshark, "-r", str(path), "-d", "tcp.port==9092,kafka", "-T", "json"],
             "tshark (text)": [tshark, "-r", str(path), "-d", "tcp.port==9092,kafka"],
         }
@@ -106,12 +133,12 @@ def main() -> int:
     )
     base_wall, base_cpu, _ = results["tshark -T json"]
     print(
-        f"{'command':<21} {'wall s':>7} {'cpu s':>7} {'MB/s':>7} {'MB/s cpu':>9} {'frames/s':>9} "
+        f"{'command':<22} {'wall s':>7} {'cpu s':>7} {'MB/s':>7} {'MB/s cpu':>9} {'frames/s':>9} "
         f"{'peak MB':>8} {'x tshark json (wall / cpu)':>27}"
     )
     for name, (wall, cpu, rss) in results.items():
         print(
-            f"{name:<21} {wall:>7.2f} {cpu:>7.2f} {mb / wall:>7.1f} {mb / cpu:>9.1f} {frames / wall:>9.0f} "
+            f"{name:<22} {wall:>7.2f} {cpu:>7.2f} {mb / wall:>7.1f} {mb / cpu:>9.1f} {frames / wall:>9.0f} "
             f"{rss:>8.0f} {base_wall / wall:>13.1f} / {base_cpu / cpu:<11.1f}"
         )
     return 0

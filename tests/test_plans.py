@@ -275,6 +275,26 @@ def test_kcodec_compile_selects_hot_apis_named_apis_or_all() -> None:
         selection("Fetc", apis, messages)
 
 
+def test_the_compiled_build_takes_each_codec_with_its_json_and_facts_modules(tmp_path: Path) -> None:
+    from kcodec.codegen.compile import CAPTURE_MODULES, RUNTIME_MODULES, modules_to_compile
+
+    for package, module in (("json_", "fetch_response"), ("facts_", "fetch_response"), ("json_", "request_header")):
+        (tmp_path / package).mkdir(exist_ok=True)
+        (tmp_path / package / f"{module}.py").write_text("")
+    got = modules_to_compile(tmp_path, ["fetch_response", "request_header"])
+    assert got == [
+        *RUNTIME_MODULES,
+        *CAPTURE_MODULES,
+        "kcodec._generated.fetch_response",
+        "kcodec._generated.json_.fetch_response",
+        "kcodec._generated.facts_.fetch_response",
+        "kcodec._generated.request_header",
+        "kcodec._generated.json_.request_header",  # (no facts module: none written for it here)
+    ]
+    assert "kcodec.capture.framing" in CAPTURE_MODULES and "kcodec.frames" not in CAPTURE_MODULES
+    assert all(m.startswith("kcodec.") and not m.startswith("kcodec.cli") for m in CAPTURE_MODULES)
+
+
 def test_compiled_modules_print_native_classes_and_bytes_reads() -> None:
     from kcodec.codegen.render import environment, render_module
 

@@ -9,7 +9,8 @@
   with the headers.
 
 Always compiled along with them: ``RUNTIME_MODULES`` (the model base classes, and the encoders'
-large-value helpers). Every compiled module keeps its source next to it, and the pure build is the
+large-value helpers), ``CAPTURE_MODULES`` (the capture stages) and each chosen message's JSON and facts
+modules (``COMPANION_PACKAGES``). Every compiled module keeps its source next to it, and the pure build is the
 fallback: a failed compile leaves a working pure package.
 """
 
@@ -35,6 +36,27 @@ HEADERS = ("RequestHeader", "ResponseHeader")
 #: malformed unknown tagged fields. Both stay interpreted and behave the same in both builds; neither
 #: is on the hot paths (the generated code inlines them).
 RUNTIME_MODULES = ("kcodec.model", "kcodec.blobs")
+#: the capture stages, compiled with the codecs: what ``kcodec decode-capture``, the proxy and the
+#: pipeline's decoding run for every packet, segment and frame (the pcap/pcapng reader, segments,
+#: reassembly, framing, connections, the router, the frame decoder, events, facts and topic names).
+#: Not ``kcodec.frames``, for the reason ``kcodec.codec`` is not: its public functions would raise
+#: mypyc's TypeError for an argument of the wrong type instead of kcodec's WrongTypeError.
+CAPTURE_MODULES = (
+    "kcodec.capture.packets",
+    "kcodec.capture.segments",
+    "kcodec.capture.reassembly",
+    "kcodec.capture.framing",
+    "kcodec.capture.connection",
+    "kcodec.capture.stream",
+    "kcodec.capture.decoding",
+    "kcodec.capture.events",
+    "kcodec.capture.facts",
+    "kcodec.capture.topics",
+    "kcodec.facts_model",
+)
+#: the generated subpackages compiled along with each chosen message's codec module: its JSON
+#: converters and its facts extractors (what decode-capture runs for every frame it shows)
+COMPANION_PACKAGES = ("json_", "facts_")
 _OFF = ("", "0", "false", "no", "off")
 #: mypy settings for the compile (the project's own config points at the source tree)
 MYPY_CONFIG = """[mypy]
@@ -78,6 +100,21 @@ def selection(value: str | None, apis: dict[str, tuple[str, str]], messages: Ite
             f"{ENV}={value!r}: {', '.join(unknown)} is not an API or message name "
             f"(use 1 for the hot APIs {', '.join(HOT_APIS)}, 'all', or names such as Fetch,Metadata)"
         )
+    return out
+
+
+def modules_to_compile(generated: Path, chosen: Iterable[str]) -> list[str]:
+    """The dotted names mypyc compiles for a build: ``RUNTIME_MODULES``, ``CAPTURE_MODULES``, and for
+    each chosen generated module (``fetch_response``) that module and its companions in
+    ``generated`` (the ``kcodec._generated`` folder written for this build)."""
+    out = [*RUNTIME_MODULES, *CAPTURE_MODULES]
+    for module in chosen:
+        out.append(f"kcodec._generated.{module}")
+        out += [
+            f"kcodec._generated.{package}.{module}"
+            for package in COMPANION_PACKAGES
+            if (generated / package / f"{module}.py").is_file()
+        ]
     return out
 
 
