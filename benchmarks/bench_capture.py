@@ -8,11 +8,11 @@ record batches, Fetch, Metadata, OffsetCommit, Heartbeat, ...). Each command run
 with its output sent to /dev/null; its wall time, CPU time (user + system) and peak resident memory
 come from ``os.wait4`` (for the commands without ``-j 1``, which run a worker process per core by
 default, the CPU time of all of them, and the peak of the largest: each holds its share of the
-connections); the best of ``--runs`` is kept. MB/s is capture bytes per second; frames/s
-counts the Kafka frames in the capture. ``--compiled PYTHON``: also time the compiled build
-(``KCODEC_COMPILE=1 pip install .`` into that Python's environment) in the same run. Debian's
-``tshark`` is installed with apt-get if it is missing (needs root). The machine may be shared: CPU
-time is the steadier figure.
+connections); the commands run in ``--runs`` rounds, each once per round, and the best of each is
+kept. MB/s is capture bytes per second; frames/s counts the Kafka frames in the capture.
+``--compiled PYTHON``: also time the compiled build (``KCODEC_COMPILE=1 pip install .`` into that
+Python's environment) in the same run. Debian's ``tshark`` is installed with apt-get if it is missing
+(needs root). The machine may be shared: CPU time is the steadier figure.
 """
 
 from __future__ import annotations
@@ -124,9 +124,14 @@ def main() -> int:
             "tshark (text)": [tshark, "-r", str(path), "-d", "tcp.port==9092,kafka"],
         }
         results: dict[str, tuple[float, float, float]] = {}
-        for name, cmd in commands.items():
-            runs = [measure(cmd, env) for _ in range(args.runs)]
-            results[name] = (min(r[0] for r in runs), min(r[1] for r in runs), max(r[2] for r in runs))
+        # rounds: every command once per round, so that a slow spell of a shared host falls on all
+        # of them alike rather than on the commands that happened to run during it
+        runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in commands}
+        for _ in range(args.runs):
+            for name, cmd in commands.items():
+                runs[name].append(measure(cmd, env))
+        for name, got in runs.items():
+            results[name] = (min(r[0] for r in got), min(r[1] for r in got), max(r[2] for r in got))
     mb = size / 1e6
     print(
         f"capture: {mb:.1f} MB, {frames} Kafka frames; best of {args.runs} runs; python {sys.version.split()[0]}"
