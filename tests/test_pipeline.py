@@ -179,6 +179,21 @@ def test_frames_equal_decode_capture_row_for_row(frames: list[dict[str, Any]], r
     assert all(len(str(r["date"])) == 10 for r in frames)
 
 
+def test_frames_files_are_zstd_compressed(spark: Any, output: Path, frames: list[dict[str, Any]]) -> None:
+    files = sorted((output / "frames").rglob("*.parquet"))
+    assert files
+    for path in files:
+        meta = pq.ParquetFile(path).metadata
+        codecs = {
+            meta.row_group(g).column(c).compression
+            for g in range(meta.num_row_groups)
+            for c in range(meta.num_columns)
+        }
+        assert codecs == {"ZSTD"}, (path, codecs)
+    # Spark reads them back as pyarrow does (the frames fixture)
+    assert spark.read.parquet(str(output / "frames")).count() == len(frames) > 200
+
+
 def test_rotated_connection_is_one_stream(frames: list[dict[str, Any]], output: Path) -> None:
     keys = [{s.key for s in iter_segments(p) if isinstance(s, Segment) and s.payload} for p in ROTATED]
     spanning = keys[0] & keys[1]
