@@ -9,9 +9,9 @@
   with the headers.
 
 Always compiled along with them: ``RUNTIME_MODULES`` (the model base classes, and the encoders'
-large-value helpers), ``CAPTURE_MODULES`` (the capture stages) and each chosen message's JSON and facts
-modules (``COMPANION_PACKAGES``). Every compiled module keeps its source next to it, and the pure build is the
-fallback: a failed compile leaves a working pure package.
+large-value helpers), ``CAPTURE_MODULES`` (the capture stages) and each chosen message's JSON and
+facts modules (``COMPANION_PACKAGES``). Every compiled module keeps its source next to it, and the
+pure build is the fallback: a failed compile leaves a working pure package.
 """
 
 from __future__ import annotations
