@@ -125,7 +125,7 @@ class TableWriter:
     def frame(self, f: RowSource, parts: list[tuple[str, str]], extra: list[str]) -> None:
         if self.console is None:
             before, after = self.plain_frame(f, parts, extra)
-            self.out.write(before + connection_cell(f.connection) + after)
+            self.write_plain(before, f.connection, after)
             return
         before, after, parts = self._frame_cells(f, parts)
         self._row(before + connection_cell(f.connection) + after, parts, "red" if f.error is not None else "")
