@@ -158,6 +158,8 @@ class ParallelRun:
         self.output = output
         self.options = options
         self._procs: list[Any] = []
+        self._threads: list[threading.Thread] = []
+        self._stopping = threading.Event()  # the merge is over: the reader threads stop putting
 
     @property
     def count(self) -> int:
@@ -181,9 +183,16 @@ class ParallelRun:
                 self._procs.append(proc)
             self._merge(self._feeds(readers), progress)
         finally:
+            self._stopping.set()
             self.stop()
-            for r in readers:
-                r.close()
+            # a pipe is closed only once its reader thread is done with it: closed under a thread
+            # blocked in recv_bytes, the thread fails (a traceback at exit), or, if the descriptor's
+            # number is reused by the next run's pipe, reads that pipe's bytes
+            for reader, thread in zip(readers, self._threads, strict=False):
+                thread.join(5)
+                if not thread.is_alive():
+                    reader.close()
+            self._threads = []
 
     def stop(self) -> None:
         """Stop the workers still running (``-c`` reached, Ctrl-C, a closed pipe)."""
@@ -197,21 +206,35 @@ class ParallelRun:
     def _feeds(self, readers: list[Connection]) -> list[queue.Queue[bytes | None]]:
         """A queue of each worker's messages, filled by a thread that reads ahead (up to
         ``_READ_AHEAD``), so that a worker does not wait for the merge to reach its part of the
-        capture before going on; None when the worker's pipe closes."""
+        capture before going on; None when the worker's pipe closes. A thread ends at the end of its
+        pipe (the worker done, or stopped by :meth:`stop`), and once the merge is over it no longer
+        waits for room in its queue."""
         feeds: list[queue.Queue[bytes | None]] = []
         for k, reader in enumerate(readers):
             messages: queue.Queue[bytes | None] = queue.Queue(_READ_AHEAD)
 
             def read(reader: Connection = reader, messages: queue.Queue[bytes | None] = messages) -> None:
                 try:
-                    while True:
-                        messages.put(reader.recv_bytes())
+                    while self._put(messages, reader.recv_bytes()):
+                        pass
                 except (EOFError, OSError):
-                    messages.put(None)
+                    self._put(messages, None)
 
-            threading.Thread(target=read, name=f"kcodec-shard-{k}", daemon=True).start()
+            thread = threading.Thread(target=read, name=f"kcodec-shard-{k}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
             feeds.append(messages)
         return feeds
+
+    def _put(self, messages: queue.Queue[bytes | None], message: bytes | None) -> bool:
+        """Put ``message`` in the queue when there is room; False if the merge ended first."""
+        while not self._stopping.is_set():
+            try:
+                messages.put(message, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
 
     def _merge(self, feeds: list[queue.Queue[bytes | None]], progress: Any) -> None:
         merge = BatchMerge(len(feeds))
