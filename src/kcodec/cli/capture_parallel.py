@@ -13,8 +13,10 @@ connections: reassembly, framing, pairing, decoding, facts and the JSON or summa
   the ids they could not name; the parent keeps the one :class:`TopicDirectory`;
 - the ``--topic`` filter and ``-c`` (which need those names, or the global order), ``--fail-on``.
 
-A frame's JSON line is built by the worker up to its ``diagnostics``; the parent writes
-``{"type":"frame","time":T,"connection":N,`` + that + ``topic_names`` (if any) + ``error_codes``.
+A frame's JSON line is built by the worker but for its capture-wide connection number, which the
+parent writes in (and, for a frame that names topics by id only, its ``topic_names`` and
+``error_codes``, which need the names the parent has learnt); the parent writes the lines of each
+merged batch in one write.
 A table row's summary is made by the worker, unless the frame names topics by id only: then the
 parent makes it, from the frame's facts once it has resolved the names.
 

@@ -52,18 +52,21 @@ ERR, DIAG, CODES, REQUEST = 1, 2, 4, 8  # a frame's flags: error, diagnostics, e
 
 
 class JsonFrame(NamedTuple):
-    """A frame's JSON line without what the parent adds: ``when`` (its time, as JSON), ``body`` (the
-    JSON object from ``client`` to ``diagnostics``), ``codes`` (its ``error_codes`` as JSON, or the
-    ``(code, where)`` list when topic names may still rename the places)."""
+    """A frame's JSON line but for its capture-wide connection number, which the parent writes
+    between ``head`` (``{"type":"frame","time":T,"connection":``) and ``body`` (``,"client":`` ...
+    ``"diagnostics":[...]``). When the frame names no topic by id only, ``body`` ends the line
+    (``error_codes`` and the newline included) and ``codes`` is None; otherwise the parent adds
+    ``topic_names`` and ``error_codes`` from ``codes``, the ``(code, where)`` list, with the names it
+    has learnt."""
 
     connection: int
     flags: int
     pairs: list[tuple[str, str]]  # (id, name) the frame holds: for the parent's topic directory
     unnamed: list[str]  # ids of the topics it names by id only
     named: set[str | None] | None  # topic names it holds (for --topic)
-    when: bytes
+    head: bytes
     body: bytes
-    codes: bytes | list[tuple[int, str]]
+    codes: list[tuple[int, str]] | None
 
 
 class Row(NamedTuple):
@@ -153,9 +156,12 @@ def frame_item(
         return "f", item
     d = ev.to_dict(records=records)
     del d["type"], d["connection"]
-    when = orjson.dumps(d.pop("time"))
-    tail: bytes | list[tuple[int, str]] = codes if unnamed else codes_json(codes, {})
-    return "f", JsonFrame(ev.connection, flags, pairs, unnamed, named, when, orjson.dumps(d), tail)
+    head = b'{"type":"frame","time":%b,"connection":' % orjson.dumps(d.pop("time"))
+    inner = memoryview(orjson.dumps(d))[1:-1]  # (the object's members, without its braces)
+    if unnamed:
+        return "f", JsonFrame(ev.connection, flags, pairs, unnamed, named, head, b"," + inner, codes)
+    body = b"".join((b",", inner, b',"error_codes":', codes_json(codes, {}), b"}\n"))
+    return "f", JsonFrame(ev.connection, flags, pairs, unnamed, named, head, body, None)
 
 
 def _table_frame(

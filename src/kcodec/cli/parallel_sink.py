@@ -54,13 +54,24 @@ class MergedOutput:
         self.totals = Totals()
         self.seen_conns: set[int] = set()
         self._started = False
+        self._lines: list[bytes] = []  # the JSON lines of the items being added (see add)
 
     @property
     def done(self) -> bool:
         return self.count is not None and self.shown >= self.count
 
     def add(self, items: list[tuple[Any, ...]]) -> bool:
-        """Merged ``(key, shard, tag, data)`` items; True once ``count`` frames are shown."""
+        """Merged ``(key, shard, tag, data)`` items; True once ``count`` frames are shown. Their
+        JSON lines are written together, in one write (rather than a few per line)."""
+        try:
+            return self._add(items)
+        finally:
+            if self._lines:
+                assert self.jsonout is not None
+                self.jsonout.write(b"".join(self._lines))
+                self._lines.clear()
+
+    def _add(self, items: list[tuple[Any, ...]]) -> bool:
         numbering = self.numbering
         for _, k, tag, data in items:
             if tag == "f" or tag == "n" or tag == "i":
@@ -123,14 +134,12 @@ class MergedOutput:
         self.shown += 1
 
     def _json(self, f: JsonFrame, connection: int, found: dict[str, str]) -> None:
-        assert self.jsonout is not None
-        write = self.jsonout.write
-        write(b'{"type":"frame","time":%b,"connection":%d,' % (f.when, connection))
-        write(memoryview(f.body)[1:-1])
-        if found:
-            write(b',"topic_names":' + orjson.dumps(found))
-        codes = f.codes if isinstance(f.codes, bytes) else codes_json(f.codes, found)
-        write(b',"error_codes":' + codes + b"}\n")
+        lines = self._lines
+        lines += (f.head, b"%d" % connection, f.body)
+        if f.codes is not None:  # (the frame names topics by id only: the rest is written here)
+            if found:
+                lines.append(b',"topic_names":' + orjson.dumps(found))
+            lines.append(b',"error_codes":' + codes_json(f.codes, found) + b"}\n")
 
     def _row(self, f: TableFrame, connection: int, found: dict[str, str]) -> None:
         table = self.table
@@ -155,7 +164,7 @@ class MergedOutput:
             return
         self.flags.add("issues")
         if self.jsonout is not None:
-            self.jsonout.write(frame_json(issue, None))
+            self._lines.append(frame_json(issue, None))
         if self.table is not None:
             self.table.issue(issue)
 
