@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 import kcodec
 from kcodec import strategies
-from kcodec.capture.facts import extractor, frame_facts
+from kcodec.capture.facts import Facts, PartitionFacts, codes_extractor, extractor, frame_codes, frame_facts
+from kcodec.capture.topics import TopicDirectory, named_ids, unnamed_ids
 from kcodec.errors import UnknownMessageError, UnsupportedVersionError
 
 
@@ -33,10 +34,32 @@ def _ordered(facts: Any) -> Any:
 
 
 def _check(message: Any, version: int) -> None:
-    assert _ordered(frame_facts(message, version)) == _ordered(reference_facts(message, version)), (
-        type(message).MESSAGE_NAME,
-        version,
-    )
+    full = frame_facts(message, version)
+    where = (type(message).MESSAGE_NAME, version)
+    assert _ordered(full) == _ordered(reference_facts(message, version)), where
+    _check_codes(message, version, full)
+
+
+def _check_codes(message: Any, version: int, full: Facts) -> None:
+    """The codes extractor finds exactly the error codes, topics and id-carrying partitions (without
+    their values) that the facts extractor finds, and nothing else; so the topic ids named and unnamed,
+    and the names a directory resolves, are the same."""
+    where = (type(message).MESSAGE_NAME, version)
+    codes = frame_codes(message, version)
+    assert codes.error_codes == full.error_codes, where
+    assert codes.topics == full.topics, where
+    assert codes.partitions == [
+        PartitionFacts(p.topic, p.topic_id, p.partition, p.error_code, {}, None)
+        for p in full.partitions
+        if p.topic_id is not None
+    ], where
+    assert (codes.brokers, codes.values, codes.counts, codes.records_bytes) == ([], {}, {}, 0), where
+    assert named_ids(codes) == named_ids(full), where
+    assert unnamed_ids(codes) == unnamed_ids(full), where
+    directory = TopicDirectory()
+    directory.learn_pairs([(i, f"name-of-{i}") for i in unnamed_ids(full)])
+    assert directory.resolve(codes) == directory.resolve(full), where
+    assert codes.error_codes == full.error_codes, where
 
 
 GOLDEN = g.message_cases()
@@ -93,3 +116,23 @@ def test_lookup_errors() -> None:
     with pytest.raises(UnknownMessageError):
         extractor("NoSuchRequest", 0)
     assert extractor("FetchRequest", 12) is extractor("FetchRequest", 12)
+
+
+def test_a_fetch_response_s_codes() -> None:
+    # the codes extractor (what JSON lines need): the error code and the topic id, no values
+    body = kcodec.from_json("FetchResponse", 13, {
+        "throttleTimeMs": 0, "errorCode": 0, "sessionId": 7,
+        "responses": [{"topicId": "AQIDBAUGBwgJCgsMDQ4PEA", "partitions": [
+            {"partitionIndex": 3, "errorCode": 6, "highWatermark": 10, "lastStableOffset": -1,
+             "logStartOffset": 0, "abortedTransactions": None, "preferredReadReplica": -1,
+             "records": "AAAA"},
+        ]}],
+    })  # fmt: skip
+    codes = frame_codes(body, 13)
+    assert codes.error_codes == [(6, "AQIDBAUGBwgJCgsMDQ4PEA/3")]
+    assert codes.topics == [(None, "AQIDBAUGBwgJCgsMDQ4PEA")]
+    assert codes.partitions == [PartitionFacts(None, "AQIDBAUGBwgJCgsMDQ4PEA", 3, 6, {}, None)]
+    assert (codes.values, codes.records_bytes) == ({}, 0)
+    assert codes_extractor("FetchResponse", 13) is not extractor("FetchResponse", 13)
+    with pytest.raises(UnsupportedVersionError):
+        codes_extractor("FetchRequest", 999)

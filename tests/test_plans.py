@@ -383,3 +383,26 @@ def test_compiled_modules_bind_their_eager_decoders_natively() -> None:
     assert not plan.bound_encoders_chunked and "out = bytearray()" in text
     produce = module("ProduceRequest", compiled=True)
     assert produce.bound_encoders_chunked and "out = _Chunked()" in render_module(environment(), produce)
+
+
+def test_codes_extractors_read_only_error_codes_topics_and_partitions() -> None:
+    # the codes extractors (what a JSON line needs of the facts) of FetchResponse v13: per struct, only
+    # the error code, topic id and partition index steps; no counted arrays, no values, no records
+    facts = module("FetchResponse").facts
+    assert facts is not None
+    codes = {f.id: f for f in facts.codes}
+    roots = dict(facts.codes_roots)
+    root = codes[roots[13]]
+    assert root.codes and [(s.attr, s.role) for s in root.steps] == [("error_code", "error")]
+    [topics] = root.children
+    topic = codes[topics.child]
+    assert [(s.attr, s.role) for s in topic.steps] == [("topic_id", "topic_id")]
+    [partitions] = topic.children
+    assert not partitions.counted
+    partition = codes[partitions.child]
+    assert [(s.attr, s.role) for s in partition.steps] == [("partition_index", "partition"), ("error_code", "error")]
+    assert set(partition.locals_) == {"partition", "error_code"}
+    # the facts extractors of the same struct read its values and records too
+    full = {f.id: f for f in facts.functions}
+    full_partition = full[full[full[dict(facts.roots)[13]].children[0].child].children[0].child]
+    assert {"value", "records"} <= {s.role for s in full_partition.steps}

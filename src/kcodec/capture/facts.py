@@ -23,31 +23,55 @@ from kcodec.errors import KcodecError, UnsupportedVersionError
 from kcodec.facts_model import Facts, PartitionFacts
 from kcodec.model import Message
 
-__all__ = ["Facts", "PartitionFacts", "event_facts", "extractor", "frame_facts"]
+__all__ = [
+    "Facts",
+    "PartitionFacts",
+    "codes_extractor",
+    "event_codes",
+    "event_facts",
+    "extractor",
+    "frame_codes",
+    "frame_facts",
+]
 
 _Extractor = Callable[[Any, Facts], None]
-_extractors: dict[tuple[str, int], _Extractor] = {}
+_extractors: dict[tuple[str, int, str], _Extractor] = {}
 
 
-def extractor(message_name: str, version: int) -> _Extractor:
-    """The generated facts extractor of one message at ``version`` (its module imported on first use)."""
-    key = (message_name, version)
+def extractor(message_name: str, version: int, table: str = "FACTS") -> _Extractor:
+    """The generated facts extractor of one message at ``version`` (its module imported on first use);
+    ``table="CODES"``: its codes extractor (see :func:`frame_codes`)."""
+    key = (message_name, version, table)
     fn = _extractors.get(key)
     if fn is None:
         codec = module(message_name)  # UnknownMessageError if there is no such message
         mod = importlib.import_module(f"{GENERATED}.facts_.{codec.__name__.rsplit('.', 1)[1]}")
-        table: dict[int, _Extractor] = mod.FACTS
-        found = table.get(version)
+        found = getattr(mod, table).get(version)
         if found is None:
             raise UnsupportedVersionError(f"{message_name} has no version {version}")
         fn = _extractors[key] = found
     return fn
 
 
+def codes_extractor(message_name: str, version: int) -> _Extractor:
+    """The generated codes extractor of one message at ``version`` (see :func:`frame_codes`)."""
+    return extractor(message_name, version, "CODES")
+
+
 def frame_facts(body: Message, version: int) -> Facts:
     """The facts of a decoded body (see the module docstring)."""
     facts = Facts()
     extractor(type(body).MESSAGE_NAME, version)(body, facts)
+    return facts
+
+
+def frame_codes(body: Message, version: int) -> Facts:
+    """The part of a body's facts that its JSON line needs, found by reading only that: its error codes
+    (and where), its topics, and its partitions that carry a topic id (without their values), from
+    which :mod:`~kcodec.capture.topics` learns and resolves topic names. Its error codes, topics, and
+    topic ids named and unnamed are those of :func:`frame_facts`; the rest stays empty."""
+    facts = Facts()
+    extractor(type(body).MESSAGE_NAME, version, "CODES")(body, facts)
     return facts
 
 
@@ -58,5 +82,15 @@ def event_facts(ev: CaptureEvent) -> Facts | None:
         return None
     try:
         return frame_facts(ev.body, ev.api_version)
+    except (KcodecError, AttributeError, TypeError):
+        return None
+
+
+def event_codes(ev: CaptureEvent) -> Facts | None:
+    """:func:`event_facts`, by :func:`frame_codes`: what a JSON line needs of them."""
+    if not isinstance(ev, CapturedFrame) or ev.body is None or ev.api_version is None:
+        return None
+    try:
+        return frame_codes(ev.body, ev.api_version)
     except (KcodecError, AttributeError, TypeError):
         return None

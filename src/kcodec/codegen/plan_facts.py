@@ -12,6 +12,11 @@ counted. A child struct is followed when it holds any of these; an array of stru
 only its size kept. Each struct is planned once per message version, the first time it is met (by
 the field holding it). Struct layouts planned alike in several versions share one function, named
 like the codec functions (``<Struct>_v<first version>``).
+
+Each message also gets *codes* extractors, for what a JSON line needs of the facts: error codes and
+where they are, topics, and the partitions that carry a topic id (from which topic ids are named).
+They read only the error codes, topic names, topic ids and partition indexes (``CODE_ROLES``), and
+follow only the structs holding one of those; everything else in their facts stays empty.
 """
 
 from __future__ import annotations
@@ -69,6 +74,9 @@ TOPIC_NAMES = ("name", "topic", "topic_name")
 PARTITION_IDS = ("partition_index", "partition", "index", "partition_id")
 NODE_FIELDS = ("node_id", "host", "port", "broker_id")
 
+#: the roles a codes extractor reads (see the module docstring)
+CODE_ROLES = frozenset({"error", "topic", "topic_id", "partition"})
+
 FieldsBySet = dict[str, dict[str, tuple[FieldSpec, ...]]]  # class -> spec set -> its fields there
 
 
@@ -88,20 +96,29 @@ class _Module:
 
 def plan_facts(merged: MergedMessage, fields_by_set: FieldsBySet, sources: tuple[str, ...],
                module: str) -> FactsModulePlan:
-    """The facts module of one message: a root extractor per version and the functions it calls."""
+    """The facts module of one message: a root extractor per version and the functions it calls,
+    and the same for its codes extractors."""
+    functions, roots = _plan_all(merged, fields_by_set, codes=False)
+    codes, codes_roots = _plan_all(merged, fields_by_set, codes=True)
+    return FactsModulePlan(name=merged.name, module=module, sources=sources, functions=functions,
+                           roots=roots, codes=codes, codes_roots=codes_roots)
+
+
+def _plan_all(merged: MergedMessage, fields_by_set: FieldsBySet, codes: bool
+              ) -> tuple[tuple[FactsFunction, ...], tuple[tuple[int, str], ...]]:
     out = _Module()
     roots = []
     for v in merged.versions:
         planned: dict[str, _Planned] = {}
-        fid = _struct(merged.root, merged.name, v, merged.owner(v).source, fields_by_set, planned, out, "")
+        fid = _struct(merged.root, merged.name, v, merged.owner(v).source, fields_by_set, planned, out, "",
+                      codes)
         roots.append((v, fid or _empty_root(merged.root, v, out)))
     functions = tuple(
         FactsFunction(f.id, f.cls, version_ranges(out.served[f.id]), f.root, f.steps, f.children,
-                      f.locals_, f.broker, f.node_id)
+                      f.locals_, f.broker, f.node_id, f.codes)
         for f in out.functions.values()
     )
-    return FactsModulePlan(name=merged.name, module=module, sources=sources, functions=functions,
-                           roots=tuple(roots))
+    return functions, tuple(roots)
 
 
 def _empty_root(ms: MergedStruct, version: int, out: _Module) -> str:
@@ -110,7 +127,7 @@ def _empty_root(ms: MergedStruct, version: int, out: _Module) -> str:
 
 
 def _register(out: _Module, fn: FactsFunction, version: int) -> str:
-    key = (fn.cls, fn.root, fn.steps, fn.children, fn.locals_, fn.broker, fn.node_id)
+    key = (fn.cls, fn.root, fn.steps, fn.children, fn.locals_, fn.broker, fn.node_id, fn.codes)
     fid = out.ids.get(key)
     if fid is None:
         fid = out.ids[key] = fn.id
@@ -122,10 +139,11 @@ def _register(out: _Module, fn: FactsFunction, version: int) -> str:
 
 
 def _struct(ms: MergedStruct, message: str, version: int, owner: str, fields_by_set: FieldsBySet,
-            planned: dict[str, _Planned], out: _Module, parent_field: str) -> str:
+            planned: dict[str, _Planned], out: _Module, parent_field: str, codes: bool = False) -> str:
     """The id of the extractor of ``ms`` at ``version`` ("" if it holds nothing of interest);
     ``parent_field``: the attribute holding it (``partitions`` makes it a partition struct whatever
-    its name, e.g. OffsetForLeaderEpoch's EpochEndOffset)."""
+    its name, e.g. OffsetForLeaderEpoch's EpochEndOffset); ``codes``: a codes extractor's (only
+    ``CODE_ROLES``)."""
     found = planned.get(ms.name)
     if found is not None:
         return found.fid
@@ -143,12 +161,12 @@ def _struct(ms: MergedStruct, message: str, version: int, owner: str, fields_by_
         assert mf is not None
         a, t = mf.attr, f.type
         if mf.struct is not None:
-            child = _struct(mf.struct, message, version, owner, fields_by_set, planned, out, a)
+            child = _struct(mf.struct, message, version, owner, fields_by_set, planned, out, a, codes)
             if child:
                 cl = mf.struct.name.lower()
-                counted = t.is_array and "topic" not in cl and "partition" not in cl
+                counted = t.is_array and "topic" not in cl and "partition" not in cl and not codes
                 children.append(FactsStep(a, "struct", child, t.is_array, counted))
-            elif t.is_array:
+            elif t.is_array and not codes:
                 steps.append(FactsStep(a, "count"))
         elif a == "error_code":
             steps.append(FactsStep(a, "error"))
@@ -166,15 +184,17 @@ def _struct(ms: MergedStruct, message: str, version: int, owner: str, fields_by_
             steps.append(FactsStep(a, "key"))
         elif a in NODE_FIELDS and not t.is_array:
             steps.append(FactsStep(a, "node", local=f"node_{a}"))
+    if codes:
+        steps = [s for s in steps if s.role in CODE_ROLES]
     if not steps and not children:
         return ""
-    fn = _function(ms.name, version, root, steps, children)
+    fn = _function(ms.name, version, root, steps, children, codes)
     fid = planned[ms.name].fid = _register(out, fn, version)
     return fid
 
 
 def _function(cls: str, version: int, root: bool, steps: list[FactsStep],
-              children: list[FactsStep]) -> FactsFunction:
+              children: list[FactsStep], codes: bool = False) -> FactsFunction:
     roles = {s.role for s in steps}
     nodes = {s.attr: s.local for s in steps if s.role == "node"}
     locals_ = tuple(
@@ -191,7 +211,7 @@ def _function(cls: str, version: int, root: bool, steps: list[FactsStep],
             broker = f"{local} if {local} is not None else {broker}"
     node_id = nodes.get("node_id", "") if root else ""
     return FactsFunction(f"{cls}_v{version}", cls, "", root, tuple(steps), tuple(children), locals_,
-                         broker, node_id)
+                         broker, node_id, codes)
 
 
-__all__ = ["KEY_VALUES", "PARTITION_IDS", "PARTITION_VALUES", "TOPIC_NAMES", "plan_facts"]
+__all__ = ["CODE_ROLES", "KEY_VALUES", "PARTITION_IDS", "PARTITION_VALUES", "TOPIC_NAMES", "plan_facts"]

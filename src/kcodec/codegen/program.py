@@ -437,7 +437,8 @@ class FactsFunction:
     ``steps`` in wire order, then the struct's children (``children``, in wire order). ``root``: the
     message itself (its values go to the message's values). ``broker``: the expression of a broker's
     node id when the struct has a host and a port (empty: it has not); ``node_id``: the local holding
-    a ``node_id`` the root keeps as a value (empty: none)."""
+    a ``node_id`` the root keeps as a value (empty: none). ``codes``: a codes extractor's function
+    (``plan_facts``), which keeps a partition only if it carries a topic id, without its values."""
 
     id: str
     cls: str
@@ -448,6 +449,7 @@ class FactsFunction:
     locals_: tuple[str, ...]  # the locals set before the steps run: "values", "partition", ...
     broker: str = ""
     node_id: str = ""
+    codes: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,6 +461,8 @@ class FactsModulePlan:
     sources: tuple[str, ...]
     functions: tuple[FactsFunction, ...]  # children first
     roots: tuple[tuple[int, str], ...]  # version -> root function id
+    codes: tuple[FactsFunction, ...] = ()  # the codes extractors' functions (children first)
+    codes_roots: tuple[tuple[int, str], ...] = ()  # version -> root codes function id
 
 
 @dataclass(frozen=True, slots=True)
