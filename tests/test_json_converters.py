@@ -212,3 +212,18 @@ def test_inline_struct_default_check_behaves_as_equality() -> None:
         msg = FetchResponse(responses=[FetchableTopicResponse(topic="t", partitions=[p])])
         for version in (12, 13, 16):
             assert kcodec.to_json(msg, version) == reference(msg, version), (value, version)
+
+
+def test_b64_is_standard_base64_at_every_size_and_buffer_type(monkeypatch: pytest.MonkeyPatch) -> None:
+    # records and bytes fields of 64 bytes and more are encoded by pybase64's SIMD encoder (a dependency),
+    # smaller ones (and all when pybase64 is missing) by binascii: the text is base64.b64encode's
+    from kcodec import json_values
+
+    assert json_values._simd is not None
+    data = bytes(range(256)) * 5
+    for simd in (json_values._simd, None):
+        monkeypatch.setattr(json_values, "_simd", simd)
+        for n in (0, 1, 2, 3, 63, 64, 65, 127, 128, 1000, 1279):
+            for value in (data[:n], bytearray(data[:n]), memoryview(data)[:n], memoryview(data)[1 : 1 + n]):
+                got = json_values.b64(value)
+                assert type(got) is str and got == base64.b64encode(bytes(value)).decode("ascii"), (simd, n)
