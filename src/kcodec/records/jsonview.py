@@ -27,11 +27,11 @@ what was decoded before it kept:
 
 from __future__ import annotations
 
-import base64
 from typing import Any, Literal
 
 from kcodec._wire import Buffer, byte_view
 from kcodec.errors import DecodeError, InvalidArgumentError, KcodecError
+from kcodec.json_values import b64
 from kcodec.records import batch as _v2
 from kcodec.records import legacy as _legacy
 from kcodec.records.base import Batch
@@ -65,9 +65,9 @@ def _put_bytes(out: dict[str, Any], name: str, value: bytes | None, text: bool) 
             out[name] = value.decode("utf-8")
             return
         except UnicodeDecodeError:
-            out[name + "Base64"] = base64.b64encode(value).decode("ascii")
+            out[name + "Base64"] = b64(value)
             return
-    out[name] = base64.b64encode(value).decode("ascii")
+    out[name] = b64(value)
 
 
 def _headers_json(headers: list[Header], text: bool) -> list[dict[str, Any]]:
