@@ -26,7 +26,7 @@ import kcodec
 from kcodec.capture import CapturedFrame, iter_capture
 from kcodec.capture.facts import Facts, PartitionFacts
 from kcodec.capture.segments import iter_segments
-from kcodec.capture.shard import BatchMerge, iter_sharded
+from kcodec.capture.shard import Assignment, BatchMerge, iter_sharded
 from kcodec.capture.stream import SWEEP_EVERY
 from kcodec.capture.topics import TopicDirectory, unnamed_ids
 from kcodec.cli.capture_view import digest, summary_from, summary_parts
@@ -360,3 +360,22 @@ def test_summaries_of_the_recorded_captures_and_fail_on() -> None:
         one = _cli("--summary", "--json", "-j", "1", "--fail-on", "diagnostics", str(path))
         many = _cli("--summary", "--json", "-j", "2", "--fail-on", "diagnostics", str(path))
         assert (many.stdout, many.returncode) == (one.stdout, one.returncode), path
+
+
+def test_each_segment_has_exactly_one_shard_and_every_shard_agrees() -> None:
+    # every shard's tester, fed the same segments in the same order, says "mine" for exactly one
+    # shard, the one a plain Assignment's owner() gives, past the remembered keys too (CRC there)
+    import random
+
+    rng = random.Random(7)
+    segments = [(f"10.0.0.{rng.randrange(40)}:{rng.randrange(3)}", rng.randrange(2000)) for _ in range(3000)]
+    shards, remember = 3, 25
+    testers = [Assignment(shards, remember=remember).tester(k) for k in range(shards)]
+    reference = Assignment(shards, remember=remember)
+    loads = [0] * shards
+    for key, nbytes in segments:
+        says = [k for k, mine in enumerate(testers) if mine(key, nbytes)]
+        owner = reference.owner(key, nbytes)
+        assert says == [owner], (key, says, owner)
+        loads[owner] += nbytes
+    assert loads == reference.loads and min(loads) > 0

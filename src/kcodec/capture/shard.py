@@ -107,9 +107,19 @@ class Assignment:
         return k
 
     def tester(self, shard: int) -> Callable[[str, int], bool]:
-        """``(key, nbytes) -> bool``: whether a segment is shard ``shard``'s (see :meth:`owner`)."""
-        owner = self.owner
-        return lambda key, nbytes: owner(key, nbytes) == shard
+        """``(key, nbytes) -> bool``: whether a segment is shard ``shard``'s (see :meth:`owner`). One
+        call per segment of the capture: a known connection's is answered without calling
+        :meth:`owner`."""
+        owner, owners_get, loads = self.owner, self.owners.get, self.loads
+
+        def mine(key: str, nbytes: int) -> bool:
+            k = owners_get(key)
+            if k is None:
+                return owner(key, nbytes) == shard
+            loads[k] += nbytes
+            return k == shard
+
+        return mine
 
 
 def iter_shard(
