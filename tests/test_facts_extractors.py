@@ -15,7 +15,17 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 import kcodec
 from kcodec import strategies
-from kcodec.capture.facts import Facts, PartitionFacts, codes_extractor, extractor, frame_codes, frame_facts
+from kcodec.capture.facts import (
+    Facts,
+    PartitionFacts,
+    codes_extractor,
+    event_codes,
+    event_facts,
+    extractor,
+    facts_reader,
+    frame_codes,
+    frame_facts,
+)
 from kcodec.capture.topics import TopicDirectory, named_ids, unnamed_ids
 from kcodec.errors import UnknownMessageError, UnsupportedVersionError
 
@@ -90,8 +100,9 @@ def test_every_message_and_version_has_the_reference_facts() -> None:
         check()
 
 
-def test_a_fetch_response_s_facts() -> None:
-    body = kcodec.from_json("FetchResponse", 13, {
+def _fetch_response_v13() -> Any:
+    """A FetchResponse v13 with one partition (error 6, 3 bytes of records) of a topic named by id."""
+    return kcodec.from_json("FetchResponse", 13, {
         "throttleTimeMs": 0, "errorCode": 0, "sessionId": 7,
         "responses": [{"topicId": "AQIDBAUGBwgJCgsMDQ4PEA", "partitions": [
             {"partitionIndex": 3, "errorCode": 6, "highWatermark": 10, "lastStableOffset": -1,
@@ -99,6 +110,10 @@ def test_a_fetch_response_s_facts() -> None:
              "records": "AAAA"},
         ]}],
     })
+
+
+def test_a_fetch_response_s_facts() -> None:
+    body = _fetch_response_v13()
     facts = frame_facts(body, 13)
     assert facts.error_codes == [(6, "AQIDBAUGBwgJCgsMDQ4PEA/3")]
     assert facts.values == {"session_id": 7}
@@ -120,14 +135,7 @@ def test_lookup_errors() -> None:
 
 def test_a_fetch_response_s_codes() -> None:
     # the codes extractor (what JSON lines need): the error code and the topic id, no values
-    body = kcodec.from_json("FetchResponse", 13, {
-        "throttleTimeMs": 0, "errorCode": 0, "sessionId": 7,
-        "responses": [{"topicId": "AQIDBAUGBwgJCgsMDQ4PEA", "partitions": [
-            {"partitionIndex": 3, "errorCode": 6, "highWatermark": 10, "lastStableOffset": -1,
-             "logStartOffset": 0, "abortedTransactions": None, "preferredReadReplica": -1,
-             "records": "AAAA"},
-        ]}],
-    })  # fmt: skip
+    body = _fetch_response_v13()
     codes = frame_codes(body, 13)
     assert codes.error_codes == [(6, "AQIDBAUGBwgJCgsMDQ4PEA/3")]
     assert codes.topics == [(None, "AQIDBAUGBwgJCgsMDQ4PEA")]
@@ -136,3 +144,6 @@ def test_a_fetch_response_s_codes() -> None:
     assert codes_extractor("FetchResponse", 13) is not extractor("FetchResponse", 13)
     with pytest.raises(UnsupportedVersionError):
         codes_extractor("FetchRequest", 999)
+    # decode-capture reads the codes only for JSON lines without --topic
+    assert facts_reader(True, False) is event_codes
+    assert facts_reader(True, True) is facts_reader(False, False) is facts_reader(False, True) is event_facts

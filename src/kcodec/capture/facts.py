@@ -30,6 +30,7 @@ __all__ = [
     "event_codes",
     "event_facts",
     "extractor",
+    "facts_reader",
     "frame_codes",
     "frame_facts",
 ]
@@ -58,10 +59,10 @@ def codes_extractor(message_name: str, version: int) -> _Extractor:
     return extractor(message_name, version, "CODES")
 
 
-def frame_facts(body: Message, version: int) -> Facts:
-    """The facts of a decoded body (see the module docstring)."""
+def frame_facts(body: Message, version: int, table: str = "FACTS") -> Facts:
+    """The facts of a decoded body (see the module docstring); ``table="CODES"``: :func:`frame_codes`."""
     facts = Facts()
-    extractor(type(body).MESSAGE_NAME, version)(body, facts)
+    extractor(type(body).MESSAGE_NAME, version, table)(body, facts)
     return facts
 
 
@@ -70,27 +71,26 @@ def frame_codes(body: Message, version: int) -> Facts:
     (and where), its topics, and its partitions that carry a topic id (without their values), from
     which :mod:`~kcodec.capture.topics` learns and resolves topic names. Its error codes, topics, and
     topic ids named and unnamed are those of :func:`frame_facts`; the rest stays empty."""
-    facts = Facts()
-    extractor(type(body).MESSAGE_NAME, version, "CODES")(body, facts)
-    return facts
+    return frame_facts(body, version, "CODES")
 
 
-def event_facts(ev: CaptureEvent) -> Facts | None:
+def event_facts(ev: CaptureEvent, table: str = "FACTS") -> Facts | None:
     """The facts of a captured frame's decoded body; None for an issue, a frame whose body did not
-    decode, or a body the extractor cannot read."""
+    decode, or a body the extractor cannot read. ``table="CODES"``: :func:`event_codes`."""
     if not isinstance(ev, CapturedFrame) or ev.body is None or ev.api_version is None:
         return None
     try:
-        return frame_facts(ev.body, ev.api_version)
+        return frame_facts(ev.body, ev.api_version, table)
     except (KcodecError, AttributeError, TypeError):
         return None
 
 
 def event_codes(ev: CaptureEvent) -> Facts | None:
     """:func:`event_facts`, by :func:`frame_codes`: what a JSON line needs of them."""
-    if not isinstance(ev, CapturedFrame) or ev.body is None or ev.api_version is None:
-        return None
-    try:
-        return frame_codes(ev.body, ev.api_version)
-    except (KcodecError, AttributeError, TypeError):
-        return None
+    return event_facts(ev, "CODES")
+
+
+def facts_reader(json_only: bool, topic_filter: bool) -> Callable[[CaptureEvent], Facts | None]:
+    """What a decode-capture output reads a frame's facts with: :func:`event_codes` when all it shows
+    is JSON lines and no ``--topic`` filter needs the topic-partitions; :func:`event_facts` else."""
+    return event_codes if json_only and not topic_filter else event_facts

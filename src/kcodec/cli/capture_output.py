@@ -18,7 +18,7 @@ from typing import IO, Literal
 import orjson
 
 from kcodec.capture import CapturedFrame, CaptureEvent, CaptureIssue
-from kcodec.capture.facts import Facts, event_codes, event_facts
+from kcodec.capture.facts import Facts, facts_reader
 from kcodec.capture.stats import CaptureStats
 from kcodec.capture.topics import TopicDirectory
 from kcodec.cli.capture_filters import EventFilter
@@ -109,9 +109,8 @@ class CaptureOutput:
         self.seen_conns: set[int] = set()
         self.shown = 0  # frames shown
         self.flags: set[str] = set()  # the --fail-on conditions met
-        # JSON lines alone need of the facts only the error codes and topic names (unless --topic)
-        json_only = jsonout is not None and table is None and not summary and flt.topics is None
-        self._facts_of = event_codes if json_only else event_facts
+        json_only = jsonout is not None and table is None and not summary
+        self._facts_of = facts_reader(json_only, flt.topics is not None)
 
     @property
     def done(self) -> bool:

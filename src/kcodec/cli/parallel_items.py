@@ -25,7 +25,7 @@ from typing import Any, Literal, NamedTuple
 import orjson
 
 from kcodec.capture import CapturedFrame, CaptureIssue
-from kcodec.capture.facts import Facts, event_codes, event_facts
+from kcodec.capture.facts import Facts, event_facts, facts_reader
 from kcodec.capture.stats import FENCING_CODES, CaptureStats, api_label
 from kcodec.capture.topics import TopicDirectory, named_ids, renamed, unnamed_ids
 from kcodec.cli.capture_filters import EventFilter
@@ -131,8 +131,7 @@ def frame_item(
     terminal (their summary parts are sent: the parent lays them out to its width), or table rows
     for a file or pipe (made here with ``plain``, a writer laid out as the parent's, but for the
     connection's number). ``local``: the topic names the shard's own frames taught so far."""
-    # JSON lines need of the facts only the error codes and topic names (unless --topic)
-    facts = event_codes(ev) if mode == "json" and flt.topics is None else event_facts(ev)
+    facts = facts_reader(mode == "json", flt.topics is not None)(ev)
     pairs = named_ids(facts) if facts is not None else []
     if pairs and mode != "json":
         local.learn_pairs(pairs)
