@@ -46,7 +46,7 @@ from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_output import RecordsMode
 from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.common import CountingReader
-from kcodec.cli.parallel_items import Mode, ShardSummary, frame_item
+from kcodec.cli.parallel_items import Mode, ShardSummary, frame_item, shard_reader
 from kcodec.cli.parallel_sink import MergedOutput
 
 __all__ = ["ParallelRun", "WorkerFailed", "default_jobs"]
@@ -102,6 +102,7 @@ def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Conn
     plain = TableWriter()
     local = TopicDirectory()  # the topic names this shard's frames teach (for table rows)
     summary = ShardSummary(flt) if mode == "summary" else None
+    read_facts = shard_reader(mode, flt)
     try:
         with open(path, "rb") as f:
             source = CountingReader(f)
@@ -112,7 +113,7 @@ def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Conn
                     if summary is not None:
                         batch += [(key, tag, data) for tag, data in summary.frame(item)]
                         continue
-                    tag, data = frame_item(item, flt, records, mode, verbose, plain, local)
+                    tag, data = frame_item(item, flt, records, mode, verbose, plain, local, read_facts)
                     batch.append((key, tag, data))
                     size += len(data.body) if tag == "f" and mode == "json" else 1024
                     if size < _BATCH_BYTES:

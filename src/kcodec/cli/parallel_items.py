@@ -20,11 +20,12 @@ dataclasses (1.9 against 3.2 µs each to unpickle, measured).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
 import orjson
 
-from kcodec.capture import CapturedFrame, CaptureIssue
+from kcodec.capture import CapturedFrame, CaptureEvent, CaptureIssue
 from kcodec.capture.facts import Facts, event_facts, facts_reader
 from kcodec.capture.stats import FENCING_CODES, CaptureStats, api_label
 from kcodec.capture.topics import TopicDirectory, named_ids, renamed, unnamed_ids
@@ -46,6 +47,7 @@ __all__ = [
     "TableFrame",
     "codes_json",
     "frame_item",
+    "shard_reader",
 ]
 
 ERR, DIAG, CODES, REQUEST = 1, 2, 4, 8  # a frame's flags: error, diagnostics, error codes, a request
@@ -118,6 +120,11 @@ def codes_json(codes: list[tuple[int, str]], names: dict[str, str]) -> bytes:
 Mode = Literal["json", "table", "plain", "summary"]
 
 
+def shard_reader(mode: Mode, flt: EventFilter) -> Callable[[CaptureEvent], Facts | None]:
+    """What a worker reads its frames' facts with (chosen once per shard; see ``facts_reader``)."""
+    return facts_reader(mode == "json", flt.topics is not None)
+
+
 def frame_item(
     ev: CapturedFrame,
     flt: EventFilter,
@@ -126,12 +133,14 @@ def frame_item(
     verbose: bool,
     plain: TableWriter,
     local: TopicDirectory,
+    read_facts: Callable[[CaptureEvent], Facts | None] = event_facts,
 ) -> tuple[str, Any]:
     """The item of a frame (see the module docstring). ``mode``: JSON lines, table rows for a
     terminal (their summary parts are sent: the parent lays them out to its width), or table rows
     for a file or pipe (made here with ``plain``, a writer laid out as the parent's, but for the
-    connection's number). ``local``: the topic names the shard's own frames taught so far."""
-    facts = facts_reader(mode == "json", flt.topics is not None)(ev)
+    connection's number). ``local``: the topic names the shard's own frames taught so far.
+    ``read_facts``: what reads the frame's facts (the worker's :func:`shard_reader`)."""
+    facts = read_facts(ev)
     pairs = named_ids(facts) if facts is not None else []
     if pairs and mode != "json":
         local.learn_pairs(pairs)
