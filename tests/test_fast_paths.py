@@ -288,3 +288,85 @@ def test_nested_elements_written_in_place_report_errors_at_the_inner_element(ver
     with pytest.raises(EncodeError) as e:
         kcodec.encode(msg, version)
     assert e.value.path.startswith("ListOffsetsRequest.topics[1].name")
+
+
+
+def _foreign(value: object, make: str, element: bool = False) -> object:
+    """``value`` with every struct element of its arrays (at any depth) replaced by an object of
+    another class holding the same fields: an instance of a subclass (``make == "subclass"``) or a
+    plain namespace (``"duck"``); ``"same"`` copies it with the same classes. Structs that are not
+    array elements keep their class (a struct field's default is compared with one of its class)."""
+    from types import SimpleNamespace
+
+    from kcodec.model import Struct
+
+    if isinstance(value, list):
+        return [_foreign(v, make, True) for v in value]
+    if not isinstance(value, Struct):
+        return value
+    fields = {name: _foreign(getattr(value, name), make) for name in value._fields_}
+    unknown = value._unknown_tagged_fields  # type: ignore[attr-defined]
+    if not element or make == "same":
+        return type(value)(**fields, unknown_tagged_fields=unknown)
+    if make == "duck":
+        return SimpleNamespace(**fields, _unknown_tagged_fields=unknown)
+    sub = type(f"Sub{type(value).__name__}", (type(value),), {})
+    return sub(**fields, unknown_tagged_fields=unknown)
+
+
+def _richest(name: str, version: int) -> Message:
+    """The golden case of ``name`` at ``version`` with the most bytes, decoded."""
+    from golden_data import message_cases
+
+    case = max((c for c in message_cases() if c["message"] == name and c["version"] == version),
+               key=lambda c: len(c["hex"]))
+    return kcodec.decode(name, version, bytes.fromhex(case["hex"]))
+
+
+def _last_element(msg: object) -> object:
+    """The last element of the first non-empty array of structs, as deep as they go."""
+    found = None
+    for name in getattr(msg, "_fields_", None) or [k for k in vars(msg) if not k.startswith("_")]:
+        value = getattr(msg, name)
+        if isinstance(value, list) and value and not isinstance(value[-1], int | str | bytes):
+            found = _last_element(value[-1]) or value[-1]
+            break
+    return found
+
+
+@pytest.mark.parametrize("make", ["subclass", "duck"])
+@pytest.mark.parametrize(
+    ("name", "version"),  # arrays of structs written in place: inline, shaped, same width
+    [("ListOffsetsRequest", 4), ("MetadataResponse", 12), ("ApiVersionsResponse", 3), ("ProduceRequest", 9),
+     ("FetchRequest", 12)],
+)
+def test_elements_of_another_class_are_written_as_the_struct_class_writes_them(
+    name: str, version: int, make: str
+) -> None:
+    """The compiled build reads elements of exactly their struct's class through native attributes and
+    hands any other object to the element's own encoder: the bytes, and the errors, stay the pure
+    build's (which reads every element by attribute name)."""
+    from kcodec.errors import EncodeError
+
+    msg = _richest(name, version)
+    data = kcodec.encode(msg, version)
+    try:
+        other = _foreign(msg, make)
+    except TypeError as e:  # the compiled build's struct classes are native, and final
+        assert make == "subclass" and kcodec.compiled and "cannot inherit from compiled" in str(e)
+        return
+    same = _foreign(msg, "same")
+    assert kcodec.encode(other, version) == data  # type: ignore[arg-type]
+    assert kcodec.encoder(name, version)(other) == data  # type: ignore[arg-type]
+    # a bad field in the deepest last element: the same error, at the same path, whatever its class
+    errors, bad = [], object()
+    for m in (same, other):
+        element = _last_element(m)
+        assert element is not None
+        duck = make == "duck" and m is other
+        fields = [f for f in vars(element) if not f.startswith("_")] if duck else type(element)._fields_  # type: ignore[attr-defined]
+        setattr(element, fields[0], bad)
+        with pytest.raises(EncodeError) as e:
+            kcodec.encode(m, version)  # type: ignore[arg-type]
+        errors.append((e.value.path, str(e.value)))
+    assert errors[0] == errors[1]

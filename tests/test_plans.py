@@ -16,7 +16,7 @@ from kcodec.codegen.layout import layout_message
 from kcodec.codegen.merge import MergedMessage
 from kcodec.codegen.plan_ops import RESERVED, arith
 from kcodec.codegen.planner import plan_module, struct_layouts, version_ranges
-from kcodec.codegen.program import FunctionPlan, ModulePlan, ReadArray, ReadValue, WriteValue
+from kcodec.codegen.program import FunctionPlan, ModulePlan, ReadArray, ReadValue, WriteArray, WriteValue
 from kcodec.codegen.spec.types import PRIMITIVES
 from kcodec.codegen.strategy import read_strategy, same_width, shape, write_strategy
 from kcodec.codegen.wire_types import INT_BOUNDS, WIRE_TYPES, runtime_copy
@@ -383,6 +383,47 @@ def test_compiled_modules_bind_their_eager_decoders_natively() -> None:
     assert not plan.bound_encoders_chunked and "out = bytearray()" in text
     produce = module("ProduceRequest", compiled=True)
     assert produce.bound_encoders_chunked and "out = _Chunked()" in render_module(environment(), produce)
+
+
+def test_compiled_encoders_read_elements_through_their_native_class() -> None:
+    """Compiled: an array's struct elements written in place are read through a local of their native
+    class (attribute reads in C), when of exactly that class; any other object goes to the element's
+    own encoder. The interpreted plan reads every element by name, as before."""
+    from kcodec.codegen.render import environment, render_module
+
+    plan = module("ListOffsetsRequest", compiled=True)
+    root = next(f for f in plan.functions if f.id == dict(plan.roots)[4])
+    topics = next(op for op in root.write if isinstance(op, WriteValue) and op.seg == "topics")
+    assert topics.array is not None and topics.array.strategy == "inline"
+    assert topics.array.item == "topics_item"
+    assert (topics.array.native, topics.array.cls) == ("topics_element", "ListOffsetsTopic")
+    partitions = next(op for op in topics.array.body if isinstance(op, WriteValue) and op.seg == "partitions")
+    assert partitions.source == "topics_element.partitions"
+    assert partitions.array is not None and partitions.array.native == "partitions_element"
+    text = render_module(environment(), plan)
+    assert "if type(topics_item) is not ListOffsetsTopic:" in text
+    assert "topics_element: ListOffsetsTopic = topics_item" in text
+    assert "e_ListOffsetsTopic_v4(topics_item, out)\n" in text  # the other objects: by their own encoder
+    pure = module("ListOffsetsRequest")
+    pure_root = next(f for f in pure.functions if f.id == dict(pure.roots)[4])
+    pure_topics = next(op for op in pure_root.write if isinstance(op, WriteValue) and op.seg == "topics")
+    assert pure_topics.array is not None and pure_topics.array.native == "" and pure_topics.array.cls == ""
+    assert "_element" not in render_module(environment(), pure)
+    # every in-place strategy of the hot messages gets the native local in compiled modules
+    for name in ("MetadataResponse", "ApiVersionsResponse", "ProduceRequest", "FetchRequest"):
+        arrays = [a for f in module(name, compiled=True).functions for a in _write_arrays(f.write)]
+        in_place = [a for a in arrays if a.strategy in ("inline", "shaped", "same_width")]
+        assert in_place and all(a.native and a.cls for a in in_place), name
+        assert all(not a.native for a in arrays if a.strategy not in ("inline", "shaped", "same_width"))
+
+
+def _write_arrays(ops: tuple[object, ...]) -> list[WriteArray]:
+    found: list[WriteArray] = []
+    for op in ops:
+        if isinstance(op, WriteValue) and op.array is not None:
+            found.append(op.array)
+            found += _write_arrays(op.array.body)
+    return found
 
 
 def test_codes_extractors_read_only_error_codes_topics_and_partitions() -> None:

@@ -115,6 +115,7 @@ class OpBuilder:
         message: str,
         bytes_buffer: bool = False,
         locals_first: bool = False,
+        native_elements: bool = False,
     ) -> None:
         self.pool = pool
         self.fn_ids = fn_ids
@@ -122,6 +123,9 @@ class OpBuilder:
         self.bytes_buffer = bytes_buffer  # compiled and bytes-only: fixed-width values by arithmetic
         #: compiled: read fields into locals and build each object in one constructor call (``build``)
         self.locals_first = locals_first
+        #: compiled encoders: struct elements written in place are read through a local of their native
+        #: class (attribute reads in C, not by name), when they are of exactly that class
+        self.native_elements = native_elements
         self.names = Locals()
         self.read_into: dict[str, dict[str, str]] = {}  # object -> attribute -> the local it was read into
         self.declared: list[str] = []  # the locals of read_into, and the unknown tagged fields' locals
@@ -402,9 +406,13 @@ class OpBuilder:
         sp = el.struct
         assert sp is not None
         strategy = write_strategy(sp)
-        base = WriteArray(strategy, elseg, item, fn=self.fn(sp))
+        base = WriteArray(strategy, elseg, item, fn=self.fn(sp), holder=item)
         if strategy == "call":
             return base
+        if self.native_elements:  # the element's fields are read through its native-typed local
+            native = self.names.new(f"{seg}_element")
+            base = replace(base, native=native, cls=sp.class_name, holder=native)
+            item = native
         if strategy == "same_width":
             sw = same_width(sp)
             assert sw is not None

@@ -163,7 +163,7 @@ def _plan_function(
     if target.builds_from_locals and is_root and sp.flexible:  # its own locals for the tagged fields
         lazy_tagged = lazy.read_tagged(sp, "obj")
     skip = () if is_root else OpBuilder(pool, ids, message, target.bytes_buffer).skip_steps(sp)
-    encode = OpBuilder(pool, ids, message)
+    encode = OpBuilder(pool, ids, message, native_elements=target.compiled)
     return FunctionPlan(
         id=ids[sp],
         cls=sp.class_name,

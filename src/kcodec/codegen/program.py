@@ -275,6 +275,12 @@ class WriteArray:
     flexible: bool = False  # inline/shaped element: its tagged-field section
     shape: ShapeWrite | None = None
     element: WriteValue | None = None  # generic
+    #: compiled target, struct elements written in place (same_width, shaped, inline): the local that
+    #: holds an element of exactly the struct's native class (``cls``), through which its fields are
+    #: read as native attributes; an element of any other type is written by its own encoder
+    native: str = ""
+    cls: str = ""
+    holder: str = ""  # struct elements: the local their fields are read from (``native``, or ``item``)
 
 
 @dataclass(frozen=True, slots=True)
