@@ -266,3 +266,25 @@ def test_broken_pipe_is_quiet() -> None:
         timeout=60,
     )
     assert p.returncode == 0 and len(p.stdout.splitlines()) == 1 and b"Traceback" not in p.stderr
+
+
+def test_one_process_decoding_imports_only_what_it_uses() -> None:
+    """Start-up is most of the time for a small capture: decoding one in one process (table and JSON)
+    does not import the parallel decoder (multiprocessing, tempfile), the partial-body reader (only a
+    frame that fails to decode needs it), socket or difflib (an unknown --api name's suggestions)."""
+    script = (
+        "import os, sys\n"
+        "from kcodec.cli import main\n"
+        "os.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n"
+        f"for extra in ([], ['--json']):\n"
+        f"    try:\n"
+        f"        main(['decode-capture', *extra, {str(SAMPLE)!r}], standalone_mode=False)\n"
+        f"    except SystemExit:\n"
+        f"        pass\n"
+        "heavy = ['kcodec.cli.capture_parallel', 'multiprocessing', 'tempfile', 'kcodec.partial',\n"
+        "         'kcodec.wirewalk', 'socket', 'difflib']\n"
+        "sys.stderr.write(' '.join(m for m in heavy if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # (frames that fail to decode, and their partial bodies: test_capture_quirks)

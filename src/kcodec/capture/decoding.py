@@ -19,7 +19,6 @@ from kcodec.capture.framing import Pairing, RawFrame
 from kcodec.codec import Diagnostic, decode_at, message_class
 from kcodec.errors import DecodeError, KcodecError, TrailingBytesError
 from kcodec.frames import Frame, ResponseFrame, decode_request, decode_response
-from kcodec.partial import read_partial
 from kcodec.quirks import (
     API_VERSIONS_KEY,
     doubled_tagged_section,
@@ -77,6 +76,8 @@ def read_partial_body(frame: CapturedFrame, data: bytes, request: bool, *, cut: 
             return  # the size prefix or the header is what broke
         hv = info.request_header_version(version) if request else info.response_header_version(version)
         header, end = decode_at("RequestHeader" if request else "ResponseHeader", hv, memoryview(data)[4:])
+        from kcodec.partial import read_partial  # (imported by the first frame that needs it, if any)
+
         partial = read_partial(name, version, data, 4 + end)
     except KcodecError:
         return

@@ -15,8 +15,8 @@ by capture order (``file`` order, then ``offset``) and feed it to a
 
 from __future__ import annotations
 
-import socket
 import struct
+from _socket import AF_INET, AF_INET6, inet_ntop  # (socket's own: without socket.py's enums)
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,8 +119,8 @@ def _endpoint(addr: bytes, port: int) -> str:
     if text is None:
         if len(_endpoints) > 65536:
             _endpoints.clear()
-        family = socket.AF_INET if len(addr) == 4 else socket.AF_INET6
-        text = _endpoints[key] = endpoint(socket.inet_ntop(family, addr), port)
+        family = AF_INET if len(addr) == 4 else AF_INET6
+        text = _endpoints[key] = endpoint(inet_ntop(family, addr), port)
     return text
 
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -34,6 +33,8 @@ def parse_apis(values: Iterable[str]) -> frozenset[int] | None:
             try:
                 keys.add(api(name).key)
             except KcodecError:
+                import difflib  # (only for this message)
+
                 close = difflib.get_close_matches(item, [a.name for a in _all_apis()], n=3, cutoff=0.6)
                 hint = f"; did you mean {', '.join(close)}?" if close else " (see `kcodec apis`)"
                 raise click.BadParameter(f"no Kafka API named {item!r}{hint}", param_hint="--api") from None

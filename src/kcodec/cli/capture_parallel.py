@@ -29,11 +29,9 @@ would for its connections; the parent, a batch per worker.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import pickle
 import queue
 import signal
-import stat
 import threading
 import traceback
 from multiprocessing.connection import Connection
@@ -49,7 +47,7 @@ from kcodec.cli.common import CountingReader
 from kcodec.cli.parallel_items import Mode, ShardSummary, frame_item, shard_reader
 from kcodec.cli.parallel_sink import MergedOutput
 
-__all__ = ["ParallelRun", "WorkerFailed", "default_jobs"]
+__all__ = ["ParallelRun", "WorkerFailed"]
 
 _BATCH_BYTES = 1 << 20
 _READ_AHEAD = 16  # batches (of at most about _BATCH_BYTES) read ahead per worker
@@ -61,22 +59,6 @@ class WorkerFailed(Exception):
     def __init__(self, text: str, unreadable: bool) -> None:
         super().__init__(text)
         self.unreadable = unreadable  # the file is no capture (exit 1, as one process would)
-
-
-def default_jobs(path: str, size_threshold: int = 16 << 20) -> int:
-    """Workers for a capture file by default: one per available core (at most 8) for a regular file
-    of at least 16 MiB; 1 (no workers) otherwise."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return 1
-    if not stat.S_ISREG(st.st_mode) or st.st_size < size_threshold:
-        return 1
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # (not Linux)
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 8))
 
 
 def _widen(pipe: Connection) -> None:

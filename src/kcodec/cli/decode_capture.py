@@ -6,6 +6,8 @@ is no capture, 2 usage error, 3 a ``--fail-on`` condition was met, 130 interrupt
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -37,9 +39,24 @@ def _jobs(jobs: int | None, capture: str) -> int:
         return 1  # (standard input, a pipe or a device: read once, by one process)
     if jobs is not None:
         return jobs
-    from kcodec.cli.capture_parallel import default_jobs
-
     return default_jobs(capture)
+
+
+def default_jobs(path: str, size_threshold: int = 16 << 20) -> int:
+    """Workers for a capture file by default: one per available core (at most 8) for a regular file
+    of at least 16 MiB; 1 (no workers) otherwise. (Decided here, before anything of the parallel
+    decoder is imported: one process, the usual case for a small capture, never imports it.)"""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return 1
+    if not stat.S_ISREG(st.st_mode) or st.st_size < size_threshold:
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # (not Linux)
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
 
 
 @click.command("decode-capture", context_settings=CONTEXT_SETTINGS)
