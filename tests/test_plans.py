@@ -315,9 +315,12 @@ def test_compiled_modules_print_native_classes_and_bytes_reads() -> None:
     assert "if TYPE_CHECKING:" in text and "from mypy_extensions import i64" in text
     # module constants are Final (mypyc keeps them in C statics: no globals-dict lookup per use)
     assert "_ZERO_UUID: Final = _Uuid.ZERO" in text and "_S_int32_int32_int64: Final = _struct.Struct(" in text
+    # so are the names the encoders test per bytes/records value, imported from kcodec._wire
+    assert "_Chunked: Final = ChunkedOut" in text and "_CHUNK_BYTES: Final = CHUNK_BYTES" in text
     pure = render_module(environment(), module("ListOffsetsRequest"))
     assert "__slots__" in pure and "_I32(buf, pos)[0]" in pure and "BYTES_INPUT = False" in pure
     assert "pos: int, blen: int" in pure and "i64" not in pure and "Final" not in pure
+    assert "from kcodec._wire import ChunkedOut as _Chunked" in pure
 
 
 @pytest.mark.parametrize("code", ["b", "?", "h", "H", "i", "I", "q"])
