@@ -287,40 +287,40 @@ class _Pcap:
                 return
             r.pos = found
         max_len, frac_max, jump = self.max_len, self.frac_max, MAX_TIME_JUMP
+        unpack = hdr.unpack_from
         while end is None or r.pos < end:
-            # fast path: a plausible record wholly in the buffer
-            buf = r.buf
-            i = r.pos - r.base
-            if i + 16 <= len(buf):
-                sec, frac, incl, orig = hdr.unpack_from(buf, i)
+            # fast path: the plausible records wholly in the buffer, read with the position in locals
+            # (``r.pos`` is brought up to date before each yield and when the loop leaves)
+            buf, base = r.buf, r.base
+            i, n = r.pos - base, len(buf)
+            stop = n if end is None else min(n, end - base)  # (records that start before ``end``)
+            while i < stop and i + 16 <= n:
+                sec, frac, incl, orig = unpack(buf, i)
+                at = i + 16
+                after = at + incl
                 if (
-                    incl <= max_len
-                    and orig >= incl
-                    and frac < frac_max
-                    and i + 16 + incl <= len(buf)
-                    and (last_ts is None or -jump <= sec - last_ts <= jump)
+                    incl > max_len
+                    or orig < incl
+                    or frac >= frac_max
+                    or after > n
+                    or (last_ts is not None and not -jump <= sec - last_ts <= jump)
                 ):
-                    index += 1
-                    last_ts = float(sec)
-                    rec_at = r.pos
-                    r.pos = rec_at + 16 + incl
-                    if make is not None:
-                        at = i + 16
-                        ts = sec + frac * unit
-                        item = make(index, rec_at, ts, linktype, buf, at, at + incl, rec_at + 16)
-                        if item is not None:
-                            yield item
-                        continue
-                    yield RawPacket(
-                        index,
-                        rec_at,
-                        sec + frac * unit,
-                        linktype,
-                        buf[i + 16 : i + 16 + incl],
-                        orig,
-                        rec_at + 16,
-                    )
+                    break
+                index += 1
+                last_ts = float(sec)
+                if make is not None:
+                    item = make(index, base + i, sec + frac * unit, linktype, buf, at, after, base + at)
+                    i = after
+                    if item is not None:
+                        r.pos = base + i
+                        yield item
                     continue
+                r.pos = base + after
+                yield RawPacket(index, base + i, sec + frac * unit, linktype, buf[at:after], orig, base + at)
+                i = after
+            r.pos = base + i
+            if end is not None and r.pos >= end:
+                break
             if not r.need(16):
                 left = r.available()
                 if left:
