@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import pickle
 import pty
 import random
 import signal
@@ -379,3 +380,22 @@ def test_each_segment_has_exactly_one_shard_and_every_shard_agrees() -> None:
         assert says == [owner], (key, says, owner)
         loads[owner] += nbytes
     assert loads == reference.loads and min(loads) > 0
+
+
+def test_frames_cross_the_pipe_as_plain_tuples_and_come_back_as_records() -> None:
+    from kcodec.cli.parallel_items import JsonFrame, Row, TableFrame, from_wire, to_wire
+
+    row = Row(1.5, 3, "10.0.0.1:40000", "10.0.0.2:9092", "request", 1, 13, "Fetch", 7, 90, None, None)
+    head = b'{"type":"frame","time":1.5,"connection":'
+    json_frame = JsonFrame(3, 8, [("id", "orders")], [], {"orders"}, head, b"}\n", None)
+    parts = [("topic", "orders")]
+    table_frame = TableFrame(3, 8, [], ["id"], None, row, parts, None, ["x"], None, {"id": "t"})
+    frames: list[tuple[JsonFrame | TableFrame, bool]] = [(json_frame, True), (table_frame, False)]
+    for frame, json_mode in frames:
+        wire = to_wire(frame)
+        pickled = pickle.dumps(wire, protocol=pickle.HIGHEST_PROTOCOL)
+        assert b"Frame" not in pickled and b"Row" not in pickled  # (no class to call when unpickled)
+        back = from_wire(pickle.loads(pickled), json_mode)
+        assert back == frame and type(back) is type(frame)
+        if isinstance(back, TableFrame):
+            assert type(back.row) is Row and back.row.client == "10.0.0.1:40000"

@@ -44,7 +44,7 @@ from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_output import RecordsMode
 from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.common import CountingReader
-from kcodec.cli.parallel_items import Mode, ShardSummary, frame_item, shard_reader
+from kcodec.cli.parallel_items import Mode, ShardSummary, frame_item, shard_reader, to_wire
 from kcodec.cli.parallel_sink import MergedOutput
 
 __all__ = ["ParallelRun", "WorkerFailed"]
@@ -96,8 +96,12 @@ def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Conn
                         batch += [(key, tag, data) for tag, data in summary.frame(item)]
                         continue
                     tag, data = frame_item(item, flt, records, mode, verbose, plain, local, read_facts)
+                    if tag == "f":
+                        size += len(data.body) if mode == "json" else 1024
+                        data = to_wire(data)
+                    else:
+                        size += 1024
                     batch.append((key, tag, data))
-                    size += len(data.body) if tag == "f" and mode == "json" else 1024
                     if size < _BATCH_BYTES:
                         continue
                 elif isinstance(item, CaptureIssue):

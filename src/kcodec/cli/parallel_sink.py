@@ -23,7 +23,7 @@ from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_output import Totals, frame_json, write_summary
 from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.capture_view import summary_from
-from kcodec.cli.parallel_items import CODES, DIAG, ERR, REQUEST, JsonFrame, TableFrame, codes_json
+from kcodec.cli.parallel_items import CODES, DIAG, ERR, REQUEST, JsonFrame, TableFrame, codes_json, from_wire
 
 __all__ = ["MergedOutput"]
 
@@ -80,7 +80,7 @@ class MergedOutput:
                     if self.table is not None:
                         self.table.header()  # (once the file has proved to be a capture)
                 if tag == "f":
-                    self._frame(k, data)
+                    self._frame(k, from_wire(data, self.table is None))
                     if self.done:
                         return True
                 elif tag == "n":
