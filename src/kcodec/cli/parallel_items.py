@@ -55,15 +55,18 @@ __all__ = [
 ]
 
 ERR, DIAG, CODES, REQUEST = 1, 2, 4, 8  # a frame's flags: error, diagnostics, error codes, a request
+_HEAD, _CONNECTION = b'{"type":"frame","time":', b',"connection":'
 
 
 class JsonFrame(NamedTuple):
-    """A frame's JSON line but for its capture-wide connection number, which the parent writes
-    between ``head`` (``{"type":"frame","time":T,"connection":``) and ``body`` (``,"client":`` ...
-    ``"diagnostics":[...]``). When the frame names no topic by id only, ``body`` ends the line
-    (``error_codes`` and the newline included) and ``codes`` is None; otherwise the parent adds
-    ``topic_names`` and ``error_codes`` from ``codes``, the ``(code, where)`` list, with the names it
-    has learnt."""
+    """A frame's JSON line but for its capture-wide connection number. ``head`` is the line's start,
+    ``{"type":"frame","time":T,"connection":``; ``body`` is a JSON object of the members after the
+    connection number (``{"client":`` ... ``"diagnostics":[...]``), as ``orjson`` wrote it: the parent
+    writes ``head``, the number, a comma and ``body`` without its opening brace (a memoryview: no
+    copy). When the frame names no topic by id only, ``body`` ends with ``error_codes`` and the
+    line's end (``}`` and the newline), and ``codes`` is None; otherwise it ends with
+    ``diagnostics`` and its closing brace, which the parent drops to add ``topic_names`` and
+    ``error_codes`` from ``codes``, the ``(code, where)`` list, with the names it has learnt."""
 
     connection: int
     flags: int
@@ -183,11 +186,11 @@ def frame_item(
         return "f", item
     d = ev.to_dict(records=records)
     del d["type"], d["connection"]
-    head = b'{"type":"frame","time":%b,"connection":' % orjson.dumps(d.pop("time"))
-    inner = memoryview(orjson.dumps(d))[1:-1]  # (the object's members, without its braces)
+    head = _HEAD + orjson.dumps(d.pop("time")) + _CONNECTION
     if unnamed:
-        return "f", JsonFrame(ev.connection, flags, pairs, unnamed, named, head, b"," + inner, codes)
-    body = b"".join((b",", inner, b',"error_codes":', codes_json(codes, {}), b"}\n"))
+        return "f", JsonFrame(ev.connection, flags, pairs, unnamed, named, head, orjson.dumps(d), codes)
+    d["error_codes"] = [{"code": code, "name": error_name(code), "where": where} for code, where in codes]
+    body = orjson.dumps(d, option=orjson.OPT_APPEND_NEWLINE)  # (as codes_json(codes, {}) writes them)
     return "f", JsonFrame(ev.connection, flags, pairs, unnamed, named, head, body, None)
 
 

@@ -54,7 +54,7 @@ class MergedOutput:
         self.totals = Totals()
         self.seen_conns: set[int] = set()
         self._started = False
-        self._lines: list[bytes] = []  # the JSON lines of the items being added (see add)
+        self._lines: list[bytes | memoryview] = []  # the JSON lines of the items being added (see add)
 
     @property
     def done(self) -> bool:
@@ -135,8 +135,11 @@ class MergedOutput:
 
     def _json(self, f: JsonFrame, connection: int, found: dict[str, str]) -> None:
         lines = self._lines
-        lines += (f.head, b"%d" % connection, f.body)
-        if f.codes is not None:  # (the frame names topics by id only: the rest is written here)
+        body = memoryview(f.body)
+        if f.codes is None:
+            lines += (f.head, b"%d," % connection, body[1:])  # (the body's members, and the line's end)
+        else:  # (the frame names topics by id only: the rest is written here)
+            lines += (f.head, b"%d," % connection, body[1:-1])
             if found:
                 lines.append(b',"topic_names":' + orjson.dumps(found))
             lines.append(b',"error_codes":' + codes_json(f.codes, found) + b"}\n")
