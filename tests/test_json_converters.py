@@ -227,3 +227,20 @@ def test_b64_is_standard_base64_at_every_size_and_buffer_type(monkeypatch: pytes
             for value in (data[:n], bytearray(data[:n]), memoryview(data)[:n], memoryview(data)[1 : 1 + n]):
                 got = json_values.b64(value)
                 assert type(got) is str and got == base64.b64encode(bytes(value)).decode("ascii"), (simd, n)
+
+
+def test_uuid_texts_are_kafkas_whatever_the_cache_holds() -> None:
+    from kcodec import json_values
+
+    def kafka_text(raw: bytes) -> str:  # (Uuid.toString(): URL-safe base64 without padding)
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+    raws = [bytes([i % 256, i // 256]) + bytes(14) for i in range(json_values._TEXTS_MAX + 10)]
+    for raw in raws + raws[:20]:  # past the bound (the cache is emptied) and back to the first ones
+        assert json_values.uuid_text(Uuid(raw)) == kafka_text(raw)
+        assert len(json_values._texts) <= json_values._TEXTS_MAX
+    # not a Uuid: the same text, and nothing cached for it (a bytearray could change after)
+    held = len(json_values._texts)
+    assert json_values.uuid_text(bytearray(raws[5])) == kafka_text(raws[5])
+    assert json_values.uuid_text(raws[6]) == kafka_text(raws[6])
+    assert len(json_values._texts) == held

@@ -26,6 +26,19 @@ def b64(value: Any) -> str:
     return binascii.b2a_base64(value, newline=False).decode("ascii")
 
 
+#: The texts of the uuids seen last (a capture names the same few topic ids in frame after frame; the
+#: text costs about 1.5 us to make, a lookup 0.05). Emptied when it reaches ``_TEXTS_MAX`` entries.
+_texts: dict[bytes, str] = {}
+_TEXTS_MAX = 4096
+
+
 def uuid_text(value: Any) -> str:
     """A uuid: Kafka's 22-character URL-safe base64 (``Uuid.toString()``)."""
-    return str(value) if isinstance(value, Uuid) else str(Uuid(value))
+    if type(value) is not Uuid:
+        return str(value) if isinstance(value, Uuid) else str(Uuid(value))
+    text = _texts.get(value)
+    if text is None:
+        if len(_texts) >= _TEXTS_MAX:
+            _texts.clear()
+        text = _texts[value] = str(value)
+    return text
