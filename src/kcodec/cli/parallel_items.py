@@ -179,11 +179,8 @@ def frame_item(
     if flt.topics is not None and facts is not None:
         named = {n for n, _ in facts.topics} | {p.topic for p in facts.partitions}
     if mode != "json":
-        item = _table_frame(ev, facts, flags, pairs, unnamed, named, records, verbose, local)
-        if mode == "plain":
-            assert item.parts is not None
-            item = item._replace(plain=plain.plain_frame(item.row, item.parts, item.extra), parts=None)
-        return "f", item
+        lay_out = plain if mode == "plain" else None
+        return "f", _table_frame(ev, facts, flags, pairs, unnamed, named, records, verbose, local, lay_out)
     d = ev.to_dict(records=records)
     del d["type"], d["connection"]
     head = _HEAD + orjson.dumps(d.pop("time")) + _CONNECTION
@@ -204,7 +201,9 @@ def _table_frame(
     records: RecordsMode,
     verbose: bool,
     local: TopicDirectory,
+    plain: TableWriter | None,
 ) -> TableFrame:
+    """The frame's row; laid out by ``plain`` when given (for a file or pipe: ``parts`` is None)."""
     row = Row(
         ev.timestamp, ev.connection, ev.client, ev.server, ev.direction, ev.api_key, ev.api_version,
         ev.api_name, ev.correlation_id, ev.size, ev.latency, True if ev.error is not None else None,
@@ -214,14 +213,18 @@ def _table_frame(
         extra += record_lines(ev, values=records)
     if verbose:
         extra += full_view(ev)
+    pending: Digest | None = None
+    assumed: dict[str, str] | None = None
     if unnamed and facts is not None:
         pending = digest(ev, facts, pending=True)
         assumed = local.lookup(unnamed)
         parts = summary_from(pending, assumed)
-        return TableFrame(
-            ev.connection, flags, pairs, unnamed, named, row, parts, pending, extra, None, assumed
-        )
-    return TableFrame(ev.connection, flags, pairs, unnamed, named, row, summary_parts(ev, facts), None, extra)
+    else:
+        parts = summary_parts(ev, facts)
+    laid_out = None if plain is None else plain.plain_frame(row, parts, extra)
+    shown = parts if laid_out is None else None
+    number = ev.connection
+    return TableFrame(number, flags, pairs, unnamed, named, row, shown, pending, extra, laid_out, assumed)
 
 
 class ShardSummary:
