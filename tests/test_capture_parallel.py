@@ -399,3 +399,24 @@ def test_frames_cross_the_pipe_as_plain_tuples_and_come_back_as_records() -> Non
         assert back == frame and type(back) is type(frame)
         if isinstance(back, TableFrame):
             assert type(back.row) is Row and back.row.client == "10.0.0.1:40000"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_topic_ids_is_named_ids_and_unnamed_ids_in_one_pass(seed: int) -> None:
+    from kcodec.capture.facts import event_facts
+    from kcodec.capture.topics import ZERO_TOPIC_ID, named_ids, topic_ids
+
+    rng = random.Random(seed)
+    names = [None, "", "orders", "pay"]
+    ids = [None, "", ZERO_TOPIC_ID, "OLTmUuRNp_I3DZ4mDicTZQ", "q9mJ0bXzRk2VQ3l1N7fZpA"]
+    for _ in range(300):  # every mix of names and ids, empty and "no id" ones included
+        facts = Facts()
+        facts.topics = [(rng.choice(names), rng.choice(ids)) for _ in range(rng.randrange(4))]
+        for k in range(rng.randrange(6)):
+            facts.partitions.append(PartitionFacts(rng.choice(names), rng.choice(ids), k))
+        assert topic_ids(facts) == (named_ids(facts), unnamed_ids(facts))
+    for path in RECORDED[:4]:  # and the facts of real frames
+        for ev in iter_capture(path):
+            facts = event_facts(ev)
+            if facts is not None:
+                assert topic_ids(facts) == (named_ids(facts), unnamed_ids(facts))

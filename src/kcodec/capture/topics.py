@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kcodec.capture.facts import Facts
 
-__all__ = ["ZERO_TOPIC_ID", "TopicDirectory", "named_ids", "renamed", "unnamed_ids"]
+__all__ = ["ZERO_TOPIC_ID", "TopicDirectory", "named_ids", "renamed", "topic_ids", "unnamed_ids"]
 
 ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO: "no id"
 
@@ -75,6 +75,26 @@ def unnamed_ids(facts: Facts) -> list[str]:
     ids = [p.topic_id for p in facts.partitions if p.topic is None and p.topic_id is not None]
     ids += [i for n, i in facts.topics if n is None and i is not None]
     return list(dict.fromkeys(ids))
+
+
+def topic_ids(facts: Facts) -> tuple[list[tuple[str, str]], list[str]]:
+    """``(named_ids(facts), unnamed_ids(facts))``, in one pass over the partitions (what a parallel
+    decoder's worker sends for every frame)."""
+    named: list[tuple[str, str]] = []
+    unnamed: list[str] = []
+    for p in facts.partitions:
+        topic_id = p.topic_id
+        if topic_id is not None:
+            name = p.topic
+            if name is None:
+                unnamed.append(topic_id)
+            elif name and topic_id and topic_id != ZERO_TOPIC_ID:
+                named.append((topic_id, name))
+    topics = facts.topics
+    if topics:
+        named[:0] = [(i, n) for n, i in topics if n and i and i != ZERO_TOPIC_ID]
+        unnamed += [i for n, i in topics if n is None and i is not None]
+    return named, list(dict.fromkeys(unnamed)) if len(unnamed) > 1 else unnamed
 
 
 def renamed(where: str, names: dict[str, str]) -> str:

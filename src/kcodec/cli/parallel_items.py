@@ -30,7 +30,7 @@ import orjson
 from kcodec.capture import CapturedFrame, CaptureEvent, CaptureIssue
 from kcodec.capture.facts import Facts, event_facts, facts_reader
 from kcodec.capture.stats import FENCING_CODES, CaptureStats, api_label
-from kcodec.capture.topics import TopicDirectory, named_ids, renamed, unnamed_ids
+from kcodec.capture.topics import TopicDirectory, named_ids, renamed, topic_ids, unnamed_ids
 from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_output import RecordsMode, note_flags
 from kcodec.cli.capture_table import TableWriter
@@ -162,7 +162,7 @@ def frame_item(
     connection's number). ``local``: the topic names the shard's own frames taught so far.
     ``read_facts``: what reads the frame's facts (the worker's :func:`shard_reader`)."""
     facts = read_facts(ev)
-    pairs = named_ids(facts) if facts is not None else []
+    pairs, unnamed = topic_ids(facts) if facts is not None else ([], [])
     if pairs and mode != "json":
         local.learn_pairs(pairs)
     codes = facts.error_codes if facts is not None else []
@@ -174,7 +174,6 @@ def frame_item(
     )
     if not flt.keeps_all and not flt.keep_frame(ev, facts, topics=False):
         return "n", (ev.connection, flags, pairs)
-    unnamed = unnamed_ids(facts) if facts is not None else []
     named = None
     if flt.topics is not None and facts is not None:
         named = {n for n, _ in facts.topics} | {p.topic for p in facts.partitions}
