@@ -38,7 +38,9 @@ HEADERS = ("RequestHeader", "ResponseHeader")
 RUNTIME_MODULES = ("kcodec.model", "kcodec.blobs")
 #: the capture stages, compiled with the codecs: what ``kcodec decode-capture``, the proxy and the
 #: pipeline's decoding run for every packet, segment and frame (the pcap/pcapng reader, segments,
-#: reassembly, framing, connections, the router, the frame decoder, facts and topic names).
+#: reassembly, framing, connections, the router, the frame decoder, facts and topic names), and
+#: what a parallel decode-capture's workers and parent run on top for every segment and batch (a
+#: shard's owners and keys, the merge).
 #: Not ``kcodec.frames``, for the reason ``kcodec.codec`` is not: its public functions would raise
 #: mypyc's TypeError for an argument of the wrong type instead of kcodec's WrongTypeError. Not the
 #: records the stages hand on (``kcodec.capture.events``' frames and issues, ``kcodec.facts_model``):
@@ -55,6 +57,7 @@ CAPTURE_MODULES = (
     "kcodec.capture.decoding",
     "kcodec.capture.facts",
     "kcodec.capture.topics",
+    "kcodec.capture.shard",
 )
 #: the generated subpackages compiled along with each chosen message's codec module: its JSON
 #: converters and its facts extractors (what decode-capture runs for every frame it shows)
