@@ -32,12 +32,14 @@ def escape(text: str) -> str:
 
 _MAX_TS = 253402300800.0  # 10000-01-01: datetime's limit
 _last_second: list[Any] = [-1, ""]  # the last whole second shown and its "HH:MM:SS"
+_MILLIS = tuple(f".{n:03d}" for n in range(1000))  # ".000" ... ".999"
 
 
 def clock(ts: float) -> str:
     """``HH:MM:SS.mmm`` (UTC) of a capture time: what ``datetime.fromtimestamp(ts, UTC)`` shows, cut to
     milliseconds, computed without building a datetime per row (microseconds rounded half-even as
-    ``fromtimestamp`` rounds them; the seconds' text is reused while they do not change)."""
+    ``fromtimestamp`` rounds them; the seconds' text is reused while they do not change, and the
+    milliseconds' texts are made once)."""
     if not 0.0 <= ts < _MAX_TS:  # (NaN too) datetime's own answer, or its error
         return _dt.datetime.fromtimestamp(ts, tz=_dt.UTC).strftime("%H:%M:%S.%f")[:-3]
     whole = int(ts)
@@ -48,7 +50,8 @@ def clock(ts: float) -> str:
     if whole != last[0]:
         day = whole % 86400
         last[0], last[1] = whole, f"{day // 3600:02d}:{day // 60 % 60:02d}:{day % 60:02d}"
-    return f"{last[1]}.{micros // 1000:03d}"
+    seconds: str = last[1]
+    return seconds + _MILLIS[micros // 1000]
 
 
 def connection_cell(number: int) -> str:
