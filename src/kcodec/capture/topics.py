@@ -59,27 +59,21 @@ class TopicDirectory:
 
 def named_ids(facts: Facts) -> list[tuple[str, str]]:
     """The ``(id, name)`` pairs :meth:`TopicDirectory.learn` would remember from these facts, in its
-    order: so that another process can do the learning (a decoder running in parallel)."""
-    pairs = [(i, n) for n, i in facts.topics if n and i and i != ZERO_TOPIC_ID]
-    pairs += [
-        (p.topic_id, p.topic)
-        for p in facts.partitions
-        if p.topic and p.topic_id and p.topic_id != ZERO_TOPIC_ID
-    ]
-    return pairs
+    order (topics, then partitions): so that another process can do the learning (a decoder running
+    in parallel)."""
+    return topic_ids(facts)[0]
 
 
 def unnamed_ids(facts: Facts) -> list[str]:
     """The ids of the topics these facts name by id only, each once, in the order
     :meth:`TopicDirectory.resolve` looks them up (partitions first, then topics)."""
-    ids = [p.topic_id for p in facts.partitions if p.topic is None and p.topic_id is not None]
-    ids += [i for n, i in facts.topics if n is None and i is not None]
-    return list(dict.fromkeys(ids))
+    return topic_ids(facts)[1]
 
 
 def topic_ids(facts: Facts) -> tuple[list[tuple[str, str]], list[str]]:
-    """``(named_ids(facts), unnamed_ids(facts))``, in one pass over the partitions (what a parallel
-    decoder's worker sends for every frame)."""
+    """``(named_ids(facts), unnamed_ids(facts))`` in one pass over the partitions (a parallel
+    decoder's worker sends both for every frame). A pair is named when both its name and its id are
+    set and the id is not the all-zero "no id"; an id is unnamed when its name is None."""
     named: list[tuple[str, str]] = []
     unnamed: list[str] = []
     for p in facts.partitions:
