@@ -175,6 +175,35 @@ def test_byte_ranges_read_every_record_exactly_once(fmt: str) -> None:
         assert got == full, parts
 
 
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
+def test_byte_ranges_give_a_record_maker_every_record_exactly_once(fmt: str) -> None:
+    """The same through ``iter_records``: the pcap reader hands ``make`` its block and the record's
+    place in it (no copy), a path the byte ranges cut as well; every fourth record is turned down."""
+    from kcodec.capture.packets import iter_records
+
+    conv = _conversation(30, mss=700)
+    whole = (pcap if fmt == "pcap" else pcapng)(conv.packets)
+
+    def make(index: int, offset: int, ts: float, link: int, buf: bytes, lo: int, hi: int, at: int) -> Any:
+        assert at == -1 or whole[at : at + hi - lo] == buf[lo:hi]  # (the data's offset in the file)
+        return None if offset // 4 % 4 == 0 else (offset, ts, bytes(buf[lo:hi]))
+
+    full = [
+        (p.offset, p.timestamp, p.data)
+        for p in iter_packets(io.BytesIO(whole))
+        if isinstance(p, RawPacket) and p.offset // 4 % 4
+    ]
+    assert len(full) > 20
+    for parts in (1, 2, 3, 7, 13):
+        bounds = [0, *(len(whole) * k // parts + k * 3 for k in range(1, parts)), len(whole)]
+        got: list[Any] = []
+        for lo, hi in zip(bounds, bounds[1:], strict=False):
+            items = list(iter_records(io.BytesIO(whole), make, start=lo, end=hi))
+            assert not [i for i in items if isinstance(i, CaptureIssue)]
+            got += items
+        assert got == full, parts
+
+
 def test_segments_are_rows() -> None:
     segs = [s for s in iter_segments(io.BytesIO(pcap(_conversation(2).packets))) if isinstance(s, Segment)]
     assert [name for name, _ in SEGMENT_SCHEMA] == [f.name for f in dataclasses.fields(Segment)]
