@@ -290,7 +290,7 @@ class _Pcap:
         unpack = hdr.unpack_from
         while end is None or r.pos < end:
             # fast path: the plausible records wholly in the buffer, read with the position in locals
-            # (``r.pos`` is brought up to date before each yield and when the loop leaves)
+            # (``r.pos`` is brought up to date when the loop leaves; nothing else reads it)
             buf, base = r.buf, r.base
             i, n = r.pos - base, len(buf)
             stop = n if end is None else min(n, end - base)  # (records that start before ``end``)
@@ -312,10 +312,8 @@ class _Pcap:
                     item = make(index, base + i, sec + frac * unit, linktype, buf, at, after, base + at)
                     i = after
                     if item is not None:
-                        r.pos = base + i
                         yield item
                     continue
-                r.pos = base + after
                 yield RawPacket(index, base + i, sec + frac * unit, linktype, buf[at:after], orig, base + at)
                 i = after
             r.pos = base + i
