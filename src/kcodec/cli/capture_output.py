@@ -20,7 +20,7 @@ import orjson
 from kcodec.capture import CapturedFrame, CaptureEvent, CaptureIssue
 from kcodec.capture.facts import Facts, facts_reader
 from kcodec.capture.stats import CaptureStats
-from kcodec.capture.topics import TopicDirectory
+from kcodec.capture.topics import TopicDirectory, renamed
 from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.capture_view import full_view, record_lines, summary_parts
@@ -31,15 +31,23 @@ __all__ = ["CaptureOutput", "Totals", "frame_json", "note_flags", "quiet_stdout"
 RecordsMode = Literal["raw", "base64", "text"]
 
 
+def error_code_objects(
+    codes: list[tuple[int, str]], names: dict[str, str] | None = None
+) -> list[dict[str, object]]:
+    """A JSON line's ``error_codes``: each ``(code, where)`` with the code's Kafka name, and the topic
+    ids in ``where`` replaced by their ``names`` when given."""
+    return [
+        {"code": code, "name": error_name(code), "where": renamed(where, names) if names else where}
+        for code, where in codes
+    ]
+
+
 def frame_json(ev: CaptureEvent, facts: Facts | None, records: RecordsMode = "raw") -> bytes:
     """One JSON line (newline included) for an event: the frame's ``to_dict`` and its Kafka error
     codes with their names, or the issue's ``to_dict``."""
     if isinstance(ev, CapturedFrame):
         obj = ev.to_dict(records=records)
-        obj["error_codes"] = [
-            {"code": code, "name": error_name(code), "where": where}
-            for code, where in (facts.error_codes if facts is not None else ())
-        ]
+        obj["error_codes"] = error_code_objects(facts.error_codes) if facts is not None else []
     else:
         obj = ev.to_dict()
     return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)

@@ -30,12 +30,11 @@ import orjson
 from kcodec.capture import CapturedFrame, CaptureEvent, CaptureIssue
 from kcodec.capture.facts import Facts, event_facts, facts_reader
 from kcodec.capture.stats import FENCING_CODES, CaptureStats, api_label
-from kcodec.capture.topics import TopicDirectory, named_ids, renamed, topic_ids, unnamed_ids
+from kcodec.capture.topics import TopicDirectory, named_ids, topic_ids, unnamed_ids
 from kcodec.cli.capture_filters import EventFilter
-from kcodec.cli.capture_output import RecordsMode, note_flags
+from kcodec.cli.capture_output import RecordsMode, error_code_objects, note_flags
 from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.capture_view import Digest, digest, full_view, record_lines, summary_from, summary_parts
-from kcodec.error_codes import error_name
 
 __all__ = [
     "CODES",
@@ -130,12 +129,7 @@ def from_wire(data: tuple[Any, ...], json: bool) -> JsonFrame | TableFrame:
 
 def codes_json(codes: list[tuple[int, str]], names: dict[str, str]) -> bytes:
     """``error_codes`` as :func:`~kcodec.cli.capture_output.frame_json` writes it."""
-    return orjson.dumps(
-        [
-            {"code": code, "name": error_name(code), "where": renamed(where, names) if names else where}
-            for code, where in codes
-        ]
-    )
+    return orjson.dumps(error_code_objects(codes, names))
 
 
 Mode = Literal["json", "table", "plain", "summary"]
@@ -185,8 +179,8 @@ def frame_item(
     head = _HEAD + orjson.dumps(d.pop("time")) + _CONNECTION
     if unnamed:
         return "f", JsonFrame(ev.connection, flags, pairs, unnamed, named, head, orjson.dumps(d), codes)
-    d["error_codes"] = [{"code": code, "name": error_name(code), "where": where} for code, where in codes]
-    body = orjson.dumps(d, option=orjson.OPT_APPEND_NEWLINE)  # (as codes_json(codes, {}) writes them)
+    d["error_codes"] = error_code_objects(codes)
+    body = orjson.dumps(d, option=orjson.OPT_APPEND_NEWLINE)
     return "f", JsonFrame(ev.connection, flags, pairs, unnamed, named, head, body, None)
 
 
