@@ -135,14 +135,13 @@ class MergedOutput:
 
     def _json(self, f: JsonFrame, connection: int, found: dict[str, str]) -> None:
         lines = self._lines
-        body = memoryview(f.body)
-        if f.codes is None:
-            lines += (f.head, b"%d," % connection, body[1:])  # (the body's members, and the line's end)
-        else:  # (the frame names topics by id only: the rest is written here)
-            lines += (f.head, b"%d," % connection, body[1:-1])
+        codes = f.codes  # (None unless the frame names topics by id only: then the rest is written here)
+        body = memoryview(f.body)[1:] if codes is None else memoryview(f.body)[1:-1]
+        lines += (f.head, b"%d," % connection, body)
+        if codes is not None:
             if found:
                 lines.append(b',"topic_names":' + orjson.dumps(found))
-            lines.append(b',"error_codes":' + codes_json(f.codes, found) + b"}\n")
+            lines.append(b',"error_codes":' + codes_json(codes, found) + b"}\n")
 
     def _row(self, f: TableFrame, connection: int, found: dict[str, str]) -> None:
         table = self.table
