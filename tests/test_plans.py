@@ -276,7 +276,12 @@ def test_kcodec_compile_selects_hot_apis_named_apis_or_all() -> None:
 
 
 def test_the_compiled_build_takes_each_codec_with_its_json_and_facts_modules(tmp_path: Path) -> None:
-    from kcodec.codegen.compile import CAPTURE_MODULES, RUNTIME_MODULES, modules_to_compile
+    from kcodec.codegen.compile import (
+        CAPTURE_CLI_MODULES,
+        CAPTURE_MODULES,
+        RUNTIME_MODULES,
+        modules_to_compile,
+    )
 
     for package, module in (("json_", "fetch_response"), ("facts_", "fetch_response"), ("json_", "request_header")):
         (tmp_path / package).mkdir(exist_ok=True)
@@ -285,6 +290,7 @@ def test_the_compiled_build_takes_each_codec_with_its_json_and_facts_modules(tmp
     assert got == [
         *RUNTIME_MODULES,
         *CAPTURE_MODULES,
+        *CAPTURE_CLI_MODULES,
         "kcodec._generated.fetch_response",
         "kcodec._generated.json_.fetch_response",
         "kcodec._generated.facts_.fetch_response",
@@ -293,6 +299,11 @@ def test_the_compiled_build_takes_each_codec_with_its_json_and_facts_modules(tmp
     ]
     assert "kcodec.capture.framing" in CAPTURE_MODULES and "kcodec.frames" not in CAPTURE_MODULES
     assert all(m.startswith("kcodec.") and not m.startswith("kcodec.cli") for m in CAPTURE_MODULES)
+    # the CLI's own per-frame work, kept apart; not the click commands
+    assert all(m.startswith("kcodec.cli.") for m in CAPTURE_CLI_MODULES)
+    assert "kcodec.cli.decode_capture" not in CAPTURE_CLI_MODULES
+    for name in CAPTURE_CLI_MODULES:  # each is a module of the source tree
+        assert (Path(__file__).parents[1] / "src" / (name.replace(".", "/") + ".py")).is_file(), name
 
 
 def test_compiled_modules_print_native_classes_and_bytes_reads() -> None:

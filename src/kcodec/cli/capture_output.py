@@ -50,7 +50,8 @@ def frame_json(ev: CaptureEvent, facts: Facts | None, records: RecordsMode = "ra
         obj["error_codes"] = error_code_objects(facts.error_codes) if facts is not None else []
     else:
         obj = ev.to_dict()
-    return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
+    line: bytes = orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)  # (typed: the compiled
+    return line  # build's check may run without orjson installed)
 
 
 class Totals:

@@ -129,7 +129,8 @@ def from_wire(data: tuple[Any, ...], json: bool) -> JsonFrame | TableFrame:
 
 def codes_json(codes: list[tuple[int, str]], names: dict[str, str]) -> bytes:
     """``error_codes`` as :func:`~kcodec.cli.capture_output.frame_json` writes it."""
-    return orjson.dumps(error_code_objects(codes, names))
+    text: bytes = orjson.dumps(error_code_objects(codes, names))  # (typed: see frame_json)
+    return text
 
 
 Mode = Literal["json", "table", "plain", "summary"]
