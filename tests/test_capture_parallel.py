@@ -401,6 +401,40 @@ def test_frames_cross_the_pipe_as_plain_tuples_and_come_back_as_records() -> Non
             assert type(back.row) is Row and back.row.client == "10.0.0.1:40000"
 
 
+def test_a_plain_row_goes_as_its_lines_unless_it_waits_for_the_parent(busy: Path) -> None:
+    """For a file or pipe, a frame that names no topic by id only (with no ``--topic`` filter) goes
+    as a ``"r"`` item: its lines, as the :class:`TableFrame` path lays them out, and what the parent
+    needs besides them. The others go as ``"f"`` items, as before."""
+    import io
+
+    from kcodec.capture.facts import event_facts
+    from kcodec.cli.capture_filters import EventFilter
+    from kcodec.cli.capture_table import TableWriter
+    from kcodec.cli.parallel_items import _table_frame, frame_item
+
+    plain = TableWriter(out=io.StringIO())
+    tags: dict[str, int] = {}
+    for ev in iter_capture(busy):
+        if not isinstance(ev, CapturedFrame):
+            continue
+        for flt in (EventFilter(), EventFilter(topics=frozenset({"orders"}))):
+            tag, data = frame_item(ev, flt, "raw", "plain", False, plain, TopicDirectory(), event_facts)
+            facts = event_facts(ev)
+            unnamed = unnamed_ids(facts) if facts is not None else []
+            tags[tag] = tags.get(tag, 0) + 1
+            if unnamed or flt.topics is not None:
+                assert tag == "f"
+                continue
+            assert tag == "r"
+            number, flags, pairs, client, server, before, after = data
+            pickled = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+            assert pickle.loads(pickled) == data and b"Row" not in pickled
+            made = _table_frame(ev, facts, flags, pairs or [], [], None, "raw", False, TopicDirectory(), plain)
+            assert made.plain == (before, after) and made.pending is None
+            assert (number, client, server) == (ev.connection, ev.client, ev.server)
+    assert tags.get("r", 0) > 100 and tags.get("f", 0) > 100, tags
+
+
 def _named_ids_reference(facts: Facts) -> list[tuple[str, str]]:  # (the rules, as first written)
     from kcodec.capture.topics import ZERO_TOPIC_ID
 

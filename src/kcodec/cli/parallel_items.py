@@ -6,6 +6,10 @@ elsewhere, ``--topic``, ``-c``).
 Items are ``(key, tag, data)`` tuples (``key``: the event's place in the capture):
 
 - ``"f"`` a frame to show: a :class:`JsonFrame` or a :class:`TableFrame`;
+- ``"r"`` a frame's table row for a file or pipe, when nothing in it waits for the parent (it names
+  no topic by id only, and no ``--topic`` filter asks for its topics): ``(connection, flags, pairs,
+  client, server, before, after)``, the row's lines around the connection's cell (a plain tuple
+  of strings: a seventh of a :class:`TableFrame`'s pickling and unpickling);
 - ``"n"`` a frame a filter drops: ``(connection, flags, pairs)`` (counted; its topic names learnt);
 - for ``--summary``, the shard's :class:`ShardSummary` instead: ``"l"`` a frame's topic names to
   learn, ``"z"`` leader-epoch fencing errors at topics named by id only ``(api, [(code, where)],
@@ -173,6 +177,9 @@ def frame_item(
     if flt.topics is not None and facts is not None:
         named = {n for n, _ in facts.topics} | {p.topic for p in facts.partitions}
     if mode != "json":
+        if mode == "plain" and not unnamed and flt.topics is None:
+            before, after = plain.plain_frame(ev, summary_parts(ev, facts), _extra(ev, records, verbose))
+            return "r", (ev.connection, flags, pairs or None, ev.client, ev.server, before, after)
         lay_out = plain if mode == "plain" else None
         return "f", _table_frame(ev, facts, flags, pairs, unnamed, named, records, verbose, local, lay_out)
     d = ev.to_dict(records=records)
@@ -202,11 +209,7 @@ def _table_frame(
         ev.timestamp, ev.connection, ev.client, ev.server, ev.direction, ev.api_key, ev.api_version,
         ev.api_name, ev.correlation_id, ev.size, ev.latency, True if ev.error is not None else None,
     )  # fmt: skip
-    extra: list[str] = []
-    if records != "raw":
-        extra += record_lines(ev, values=records)
-    if verbose:
-        extra += full_view(ev)
+    extra = _extra(ev, records, verbose)
     pending: Digest | None = None
     assumed: dict[str, str] | None = None
     if unnamed and facts is not None:
@@ -219,6 +222,16 @@ def _table_frame(
     shown = parts if laid_out is None else None
     number = ev.connection
     return TableFrame(number, flags, pairs, unnamed, named, row, shown, pending, extra, laid_out, assumed)
+
+
+def _extra(ev: CapturedFrame, records: RecordsMode, verbose: bool) -> list[str]:
+    """The lines under a frame's row: its records (unless ``raw``), and the ``-V`` view."""
+    extra: list[str] = []
+    if records != "raw":
+        extra += record_lines(ev, values=records)
+    if verbose:
+        extra += full_view(ev)
+    return extra
 
 
 class ShardSummary:

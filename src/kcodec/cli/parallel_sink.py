@@ -74,12 +74,16 @@ class MergedOutput:
     def _add(self, items: list[tuple[Any, ...]]) -> bool:
         numbering = self.numbering
         for _, k, tag, data in items:
-            if tag == "f" or tag == "n" or tag == "i":
+            if tag == "r" or tag == "f" or tag == "n" or tag == "i":
                 if not self._started:
                     self._started = True
                     if self.table is not None:
                         self.table.header()  # (once the file has proved to be a capture)
-                if tag == "f":
+                if tag == "r":
+                    self._plain_row(k, data)
+                    if self.done:
+                        return True
+                elif tag == "f":
                     self._frame(k, from_wire(data, self.table is None))
                     if self.done:
                         return True
@@ -110,16 +114,40 @@ class MergedOutput:
         return False
 
     def _frame(self, k: int, f: JsonFrame | TableFrame) -> None:
-        topics = self.topics
         if f.pairs:
-            topics.learn_pairs(f.pairs)
-        found = topics.lookup(f.unnamed) if f.unnamed else {}
+            self.topics.learn_pairs(f.pairs)
+        found = self.topics.lookup(f.unnamed) if f.unnamed else {}
         connection = self.numbering(k, f.connection)
         self._count(connection, f.flags)
         topic_filter = self.flt.topics
         if topic_filter is not None and not ((f.named or set()) | set(found.values())) & topic_filter:
             return
-        flags = f.flags
+        self._flag(f.flags)
+        if isinstance(f, JsonFrame):
+            self._json(f, connection, found)
+        else:
+            self._row(f, connection, found)
+        self.shown += 1
+
+    def _plain_row(self, k: int, data: tuple[Any, ...]) -> None:
+        """A ``"r"`` item: what :meth:`_frame` does with a frame that names no topic by id only, with
+        no ``--topic`` filter (the worker sends these only then)."""
+        number, flags, pairs, client, server, before, after = data
+        if pairs:
+            self.topics.learn_pairs(pairs)
+        connection = self.numbering(k, number)
+        self._count(connection, flags)
+        self._flag(flags)
+        table = self.table
+        assert table is not None
+        if connection not in self.seen_conns:
+            self.seen_conns.add(connection)
+            table.connection(connection, client, server)
+        table.write_plain(before, connection, after)
+        self.shown += 1
+
+    def _flag(self, flags: int) -> None:
+        """The ``--fail-on`` flags a shown frame raises."""
         if flags & (ERR | DIAG | CODES):
             if flags & ERR:
                 self.flags.add("errors")
@@ -127,11 +155,6 @@ class MergedOutput:
                 self.flags.add("diagnostics")
             if flags & CODES:
                 self.flags.add("error-codes")
-        if isinstance(f, JsonFrame):
-            self._json(f, connection, found)
-        else:
-            self._row(f, connection, found)
-        self.shown += 1
 
     def _json(self, f: JsonFrame, connection: int, found: dict[str, str]) -> None:
         lines = self._lines
