@@ -435,6 +435,39 @@ def test_a_plain_row_goes_as_its_lines_unless_it_waits_for_the_parent(busy: Path
     assert tags.get("r", 0) > 100 and tags.get("f", 0) > 100, tags
 
 
+def test_a_json_line_goes_as_head_and_body_unless_it_waits_for_the_parent(busy: Path) -> None:
+    """``--json``: a frame that names no topic by id only (with no ``--topic`` filter) goes as a
+    ``"j"`` item, the head and body its :class:`JsonFrame` would hold; the others as ``"f"``."""
+    import io
+
+    from kcodec.capture.facts import event_facts
+    from kcodec.cli.capture_filters import EventFilter
+    from kcodec.cli.capture_table import TableWriter
+    from kcodec.cli.parallel_items import JsonFrame, frame_item
+
+    plain = TableWriter(out=io.StringIO())
+    everything, named = EventFilter(), EventFilter(topics=frozenset({"orders"}))
+    tags: dict[str, int] = {}
+    for ev in iter_capture(busy):
+        if not isinstance(ev, CapturedFrame):
+            continue
+        tag, data = frame_item(ev, everything, "raw", "json", False, plain, TopicDirectory(), event_facts)
+        tags[tag] = tags.get(tag, 0) + 1
+        ftag, frame = frame_item(ev, named, "raw", "json", False, plain, TopicDirectory(), event_facts)
+        assert ftag == "f" and isinstance(frame, JsonFrame)
+        facts = event_facts(ev)
+        if unnamed_ids(facts) if facts is not None else []:
+            assert tag == "f" and isinstance(data, JsonFrame) and data.codes is not None
+            continue
+        assert tag == "j"
+        number, flags, pairs, head, body = data
+        assert (number, flags, pairs or [], head, body) == (
+            frame.connection, frame.flags, frame.pairs, frame.head, frame.body
+        )
+        assert frame.codes is None and body.endswith(b"}\n") and json.loads(b"{" + body[1:])
+    assert tags.get("j", 0) > 100 and tags.get("f", 0) > 100, tags
+
+
 def _named_ids_reference(facts: Facts) -> list[tuple[str, str]]:  # (the rules, as first written)
     from kcodec.capture.topics import ZERO_TOPIC_ID
 

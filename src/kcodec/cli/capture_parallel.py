@@ -96,7 +96,9 @@ def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Conn
                         batch += [(key, tag, data) for tag, data in summary.frame(item)]
                         continue
                     tag, data = frame_item(item, flt, records, mode, verbose, plain, local, read_facts)
-                    if tag == "f":
+                    if tag == "j":  # (a JSON line: its body's bytes count)
+                        size += len(data[4])
+                    elif tag == "f":
                         size += len(data.body) if mode == "json" else 1024
                         data = to_wire(data)
                     else:

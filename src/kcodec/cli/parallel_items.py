@@ -10,6 +10,8 @@ Items are ``(key, tag, data)`` tuples (``key``: the event's place in the capture
   no topic by id only, and no ``--topic`` filter asks for its topics): ``(connection, flags, pairs,
   client, server, before, after)``, the row's lines around the connection's cell (a plain tuple
   of strings: a seventh of a :class:`TableFrame`'s pickling and unpickling);
+- ``"j"`` likewise, a frame's JSON line that waits for nothing: ``(connection, flags, pairs, head,
+  body)``, as in a :class:`JsonFrame`;
 - ``"n"`` a frame a filter drops: ``(connection, flags, pairs)`` (counted; its topic names learnt);
 - for ``--summary``, the shard's :class:`ShardSummary` instead: ``"l"`` a frame's topic names to
   learn, ``"z"`` leader-epoch fencing errors at topics named by id only ``(api, [(code, where)],
@@ -189,6 +191,8 @@ def frame_item(
         return "f", JsonFrame(ev.connection, flags, pairs, unnamed, named, head, orjson.dumps(d), codes)
     d["error_codes"] = error_code_objects(codes)
     body = orjson.dumps(d, option=orjson.OPT_APPEND_NEWLINE)
+    if flt.topics is None:
+        return "j", (ev.connection, flags, pairs or None, head, body)
     return "f", JsonFrame(ev.connection, flags, pairs, unnamed, named, head, body, None)
 
 

@@ -74,12 +74,16 @@ class MergedOutput:
     def _add(self, items: list[tuple[Any, ...]]) -> bool:
         numbering = self.numbering
         for _, k, tag, data in items:
-            if tag == "r" or tag == "f" or tag == "n" or tag == "i":
+            if tag == "j" or tag == "r" or tag == "f" or tag == "n" or tag == "i":
                 if not self._started:
                     self._started = True
                     if self.table is not None:
                         self.table.header()  # (once the file has proved to be a capture)
-                if tag == "r":
+                if tag == "j":
+                    self._json_line(k, data)
+                    if self.done:
+                        return True
+                elif tag == "r":
                     self._plain_row(k, data)
                     if self.done:
                         return True
@@ -127,6 +131,18 @@ class MergedOutput:
             self._json(f, connection, found)
         else:
             self._row(f, connection, found)
+        self.shown += 1
+
+    def _json_line(self, k: int, data: tuple[Any, ...]) -> None:
+        """A ``"j"`` item: what :meth:`_frame` does with a frame's JSON line that names no topic by
+        id only, with no ``--topic`` filter (the worker sends these only then)."""
+        number, flags, pairs, head, body = data
+        if pairs:
+            self.topics.learn_pairs(pairs)
+        connection = self.numbering(k, number)
+        self._count(connection, flags)
+        self._flag(flags)
+        self._lines += (head, b"%d," % connection, memoryview(body)[1:])
         self.shown += 1
 
     def _plain_row(self, k: int, data: tuple[Any, ...]) -> None:
