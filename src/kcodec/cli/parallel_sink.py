@@ -137,11 +137,7 @@ class MergedOutput:
         """A ``"j"`` item: what :meth:`_frame` does with a frame's JSON line that names no topic by
         id only, with no ``--topic`` filter (the worker sends these only then)."""
         number, flags, pairs, head, body = data
-        if pairs:
-            self.topics.learn_pairs(pairs)
-        connection = self.numbering(k, number)
-        self._count(connection, flags)
-        self._flag(flags)
+        connection = self._counted(k, number, flags, pairs)
         self._lines += (head, b"%d," % connection, memoryview(body)[1:])
         self.shown += 1
 
@@ -149,11 +145,7 @@ class MergedOutput:
         """A ``"r"`` item: what :meth:`_frame` does with a frame that names no topic by id only, with
         no ``--topic`` filter (the worker sends these only then)."""
         number, flags, pairs, client, server, before, after = data
-        if pairs:
-            self.topics.learn_pairs(pairs)
-        connection = self.numbering(k, number)
-        self._count(connection, flags)
-        self._flag(flags)
+        connection = self._counted(k, number, flags, pairs)
         table = self.table
         assert table is not None
         if connection not in self.seen_conns:
@@ -161,6 +153,16 @@ class MergedOutput:
             table.connection(connection, client, server)
         table.write_plain(before, connection, after)
         self.shown += 1
+
+    def _counted(self, k: int, number: int, flags: int, pairs: list[tuple[str, str]] | None) -> int:
+        """What a ``"j"`` or ``"r"`` item's frame is, before it is written: the topic names it
+        teaches learnt, its capture-wide connection number (returned), counted, its flags raised."""
+        if pairs:
+            self.topics.learn_pairs(pairs)
+        connection = self.numbering(k, number)
+        self._count(connection, flags)
+        self._flag(flags)
+        return connection
 
     def _flag(self, flags: int) -> None:
         """The ``--fail-on`` flags a shown frame raises."""
