@@ -64,8 +64,9 @@ CAPTURE_MODULES = (
 #: JSON lines and table rows (``capture_output``, ``capture_view``, ``capture_table``), the loop of one
 #: process (``capture_run``), and a parallel run's workers, items and merge (``capture_parallel``,
 #: ``parallel_items``, ``parallel_sink``). Kept apart from ``CAPTURE_MODULES``: they are the CLI's
-#: presentation, not capture stages (the proxy and the pipeline do not run them). Not the click
-#: commands (``decode_capture``): click calls them once. Interleaved against the build without them
+#: presentation, not capture stages (the pipeline does not run them; ``kcodec proxy`` shows its live
+#: frames with the filters and the output). Not the click commands (``decode_capture``): click
+#: calls them once. Interleaved against the build without them
 #: (64 MB capture): ``--json`` 4-5 % and the table 6-7 % less time, with one process and with two.
 CAPTURE_CLI_MODULES = (
     "kcodec.cli.capture_filters",
