@@ -468,6 +468,27 @@ def test_a_json_line_goes_as_head_and_body_unless_it_waits_for_the_parent(busy: 
     assert tags.get("j", 0) > 100 and tags.get("f", 0) > 100, tags
 
 
+def test_a_batch_sent_from_the_picklers_buffer_arrives_whole() -> None:
+    import multiprocessing
+
+    from kcodec.cli.capture_parallel import _send
+
+    import threading
+
+    reader, writer = multiprocessing.Pipe(duplex=False)
+    batch = [((i, 0, 0), "j", (3, 1, None, b'{"type":"frame","time":1.5,"connection":', bytes([i]) * 5000))
+             for i in range(40)]  # fmt: skip
+    got: list[Any] = []
+    receiving = threading.Thread(target=lambda: got.extend(pickle.loads(reader.recv_bytes()) for _ in range(2)))
+    receiving.start()  # (the batch is larger than a pipe holds: it is read as it is written)
+    _send(writer, ("batch", batch))
+    _send(writer, ("done", []))
+    receiving.join(10)
+    assert got == [("batch", batch), ("done", [])]
+    writer.close()
+    reader.close()
+
+
 def _named_ids_reference(facts: Facts) -> list[tuple[str, str]]:  # (the rules, as first written)
     from kcodec.capture.topics import ZERO_TOPIC_ID
 
