@@ -50,8 +50,9 @@ def frame_json(ev: CaptureEvent, facts: Facts | None, records: RecordsMode = "ra
         obj["error_codes"] = error_code_objects(facts.error_codes) if facts is not None else []
     else:
         obj = ev.to_dict()
-    line: bytes = orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)  # (typed: the compiled
-    return line  # build's check may run without orjson installed)
+    # (a typed local: the compiled build's type check may run where orjson is not installed)
+    line: bytes = orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
+    return line
 
 
 class Totals:

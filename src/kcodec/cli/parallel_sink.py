@@ -148,9 +148,7 @@ class MergedOutput:
         connection = self._counted(k, number, flags, pairs)
         table = self.table
         assert table is not None
-        if connection not in self.seen_conns:
-            self.seen_conns.add(connection)
-            table.connection(connection, client, server)
+        self._connection_line(table, connection, client, server)
         table.write_plain(before, connection, after)
         self.shown += 1
 
@@ -163,6 +161,12 @@ class MergedOutput:
         self._count(connection, flags)
         self._flag(flags)
         return connection
+
+    def _connection_line(self, table: TableWriter, connection: int, client: str, server: str) -> None:
+        """The line that introduces a connection, before its first row shown."""
+        if connection not in self.seen_conns:
+            self.seen_conns.add(connection)
+            table.connection(connection, client, server)
 
     def _flag(self, flags: int) -> None:
         """The ``--fail-on`` flags a shown frame raises."""
@@ -188,9 +192,7 @@ class MergedOutput:
         table = self.table
         assert table is not None
         row = f.row
-        if connection not in self.seen_conns:
-            self.seen_conns.add(connection)
-            table.connection(connection, row.client, row.server)
+        self._connection_line(table, connection, row.client, row.server)
         if f.pending is not None and found != f.assumed:  # names the worker did not know: made again
             table.frame(row._replace(connection=connection), summary_from(f.pending, found), f.extra)
         elif f.plain is not None:
