@@ -66,7 +66,7 @@ def _ck_produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) 
     assert producer.flush(15) == 0
 
 
-def _ck_consume(consumer: Any, want: int, seconds: float = 20) -> set[tuple[bytes, bytes]]:
+def _ck_consume(consumer: Any, want: int, seconds: float = 45) -> set[tuple[bytes, bytes]]:
     got: set[tuple[bytes, bytes]] = set()
     deadline = time.monotonic() + seconds
     try:
@@ -79,16 +79,45 @@ def _ck_consume(consumer: Any, want: int, seconds: float = 20) -> set[tuple[byte
     return got
 
 
-def _kp_consume(consumer: Any, want: int) -> set[tuple[bytes, bytes]]:
-    got: set[tuple[bytes, bytes]] = set()
+def _kp_produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]], **config: Any) -> None:
+    """Every record acknowledged: a failed send raises its error here instead of showing up later as
+    records missing from what is consumed."""
+    producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, **config)
     try:
-        for msg in consumer:
-            got.add((msg.key, msg.value))
-            if len(got) >= want:
-                break
+        futures = [producer.send(topic, key=key, value=value) for key, value in records]
+        producer.flush(30)
+        for future in futures:
+            future.get(timeout=1)
+    finally:
+        producer.close(5)
+
+
+def _kp_consume(consumer: Any, want: int, seconds: float = 45) -> set[tuple[bytes, bytes]]:
+    """Polls until every record is in or the deadline passes. The deadline is generous: joining a group
+    on a loaded 2-core CI machine has taken longer than kafka-python's 15 s ``consumer_timeout_ms``."""
+    got: set[tuple[bytes, bytes]] = set()
+    deadline = time.monotonic() + seconds
+    try:
+        while len(got) < want and time.monotonic() < deadline:
+            for batch in consumer.poll(timeout_ms=300).values():
+                got.update((msg.key, msg.value) for msg in batch)
     finally:
         consumer.close()
     return got
+
+
+def _story(run: ProxyRun) -> str:
+    """What went through the proxy, for an assertion's message: frames counted by API and direction,
+    every error a frame carries, and the proxy's notices but for listening, rewriting and closing."""
+    counts: dict[str, int] = {}
+    for f in run.frames():
+        name = f"{f.api_name} {f.direction}"
+        counts[name] = counts.get(name, 0) + 1
+    errors = [f.error for f in run.frames() if f.error is not None]
+    notices = [
+        f"{n.kind}: {n.message}" for n in run.notices() if n.kind not in ("listening", "rewritten", "closed")
+    ]
+    return f"frames {counts}; frame errors {errors}; notices {notices}"
 
 
 def _advertised(frame: Any) -> list[tuple[str, int]]:
@@ -144,7 +173,7 @@ def test_confluent_kafka_through_the_proxy_to_three_mock_brokers(
             }
         )
         consumer.subscribe(["ck-orders"])
-        assert _ck_consume(consumer, len(records)) == set(records)
+        assert _ck_consume(consumer, len(records)) == set(records), _story(run)
         seen = {
             (b.host, b.port)
             for b in ck.Producer({"bootstrap.servers": run.bootstrap}).list_topics(timeout=5).brokers.values()
@@ -161,20 +190,15 @@ def test_kafka_python_through_the_proxy_to_three_mock_brokers(mock3: tuple[str, 
     pcap = tmp_path / "kp.pcap"
     records = _records("kp", 40)
     with running_proxy(mock3, pcap=pcap) as run:
-        producer = kafka.KafkaProducer(bootstrap_servers=run.bootstrap, linger_ms=5, **MOCK_KAFKA_PYTHON)
-        for key, value in records:
-            producer.send("kp-orders", key=key, value=value)
-        producer.flush(15)
-        producer.close(5)
+        _kp_produce(run.bootstrap, "kp-orders", records, linger_ms=5, **MOCK_KAFKA_PYTHON)
         consumer = kafka.KafkaConsumer(
             "kp-orders",
             bootstrap_servers=run.bootstrap,
             group_id="kp-group",
             auto_offset_reset="earliest",
-            consumer_timeout_ms=15000,
             **MOCK_KAFKA_PYTHON,
         )
-        assert _kp_consume(consumer, len(records)) == set(records)
+        assert _kp_consume(consumer, len(records)) == set(records), _story(run)
     reached = _check_stays_on_proxy(run)
     assert len(reached) >= 2, reached
     kinds = {(f.api_name, f.direction) for f in run.frames()}
@@ -195,19 +219,15 @@ def test_both_clients_through_the_proxy_to_tansu(tansu: tuple[str, int], tmp_pat
         for future in admin.create_topics([NewTopic("tansu-orders", 3, 1)]).values():
             future.result(10)
         _ck_produce(run.bootstrap, "tansu-orders", ck_records)
-        producer = kafka.KafkaProducer(bootstrap_servers=run.bootstrap)
-        for key, value in kp_records:
-            producer.send("tansu-orders", key=key, value=value)
-        producer.flush(15)
-        producer.close(5)
+        _kp_produce(run.bootstrap, "tansu-orders", kp_records)
         everything = set(ck_records) | set(kp_records)
         consumer = ck.Consumer({"bootstrap.servers": run.bootstrap, "group.id": "unused", "log_level": 0})
         consumer.assign([ck.TopicPartition("tansu-orders", p, 0) for p in range(3)])
-        assert _ck_consume(consumer, len(everything)) == everything
-        kp_consumer = kafka.KafkaConsumer(bootstrap_servers=run.bootstrap, consumer_timeout_ms=10000)
+        assert _ck_consume(consumer, len(everything)) == everything, _story(run)
+        kp_consumer = kafka.KafkaConsumer(bootstrap_servers=run.bootstrap)
         kp_consumer.assign([kafka.TopicPartition("tansu-orders", p) for p in range(3)])
         kp_consumer.seek_to_beginning()
-        assert _kp_consume(kp_consumer, len(everything)) == everything
+        assert _kp_consume(kp_consumer, len(everything)) == everything, _story(run)
         kp_admin = KafkaAdminClient(bootstrap_servers=run.bootstrap)
         cluster = kp_admin.describe_cluster()  # DescribeCluster v1 (tansu offers it)
         kp_admin.close()
