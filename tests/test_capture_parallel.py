@@ -74,7 +74,8 @@ def busy_capture(path: Path) -> None:
     """24 connections over about 70 s of capture time, interleaved: Fetch v13 by topic id on most,
     the Metadata that names that id on one of them (opened later than some fetchers), a
     FENCED_LEADER_EPOCH error, heartbeats; most are closed early enough to be swept, one 4-tuple is
-    reused (a SYN after its close), one request is never answered, and one pcap record is damaged."""
+    reused (a SYN after its close), one request is sent twice, one is never answered, and one pcap
+    record is damaged."""
     rng = random.Random(7)
     packets: list[tuple[float, bytes]] = []
     t0 = 1_700_000_000.0
@@ -91,7 +92,12 @@ def busy_capture(path: Path) -> None:
                 req, resp = _heartbeat(corr)
             else:
                 req, resp = _fetch(corr, 74 if (n, corr) == (10, 20) else 0)
-            conv.request(req)
+            if (n, corr) == (7, 9):  # sent twice: the retransmit is reported when the connection is swept
+                segments = conv.segments(True, req)
+                conv.send(True, segments)
+                conv.send(True, segments)
+            else:
+                conv.request(req)
             if (n, corr) != (17, 119):  # (never answered)
                 conv.response(resp)
             conv.t += rng.random() * 0.02
@@ -129,6 +135,8 @@ def test_the_busy_capture_has_what_the_tests_need(busy: Path) -> None:
     assert len({(e["client"], e["server"]) for e in frames}) == 23
     kinds = {e["kind"] for e in events if e["type"] == "issue"}
     assert "capture-file" in kinds  # the damaged record
+    retransmit = next(i for i, e in enumerate(events) if e["type"] == "issue" and e["kind"] == "retransmits")
+    assert any(e["type"] == "frame" and e["connection"] != 8 for e in events[retransmit:])  # (swept)
     shown = [json.loads(line) for line in _cli("--json", "-j", "1", str(busy)).stdout.splitlines()]
     meta = {e["connection"] for e in shown if e.get("api_name") == "Metadata"}
     named = {e["connection"] for e in shown if e.get("topic_names")}
@@ -140,6 +148,14 @@ def test_shards_merge_into_the_events_of_one_decoder(busy: Path, shards: int) ->
     for path in [busy, *RECORDED]:
         whole = [e.to_dict() for e in iter_capture(path)]
         assert [e.to_dict() for e in iter_sharded(path, shards)] == whole, path
+
+
+@pytest.mark.parametrize("mark_every", [1, 3, 96, 4096])
+def test_shards_merge_alike_whatever_their_marks(busy: Path, mark_every: int) -> None:
+    # a shard is given the others' segments only where it marks or may sweep (the gcd of the two
+    # periods: every segment for 1 and 3, every 32nd for 96, every 2048th for 4096)
+    whole = [e.to_dict() for e in iter_capture(busy)]
+    assert [e.to_dict() for e in iter_sharded(busy, 3, mark_every=mark_every)] == whole
 
 
 @pytest.mark.parametrize(
@@ -364,20 +380,25 @@ def test_summaries_of_the_recorded_captures_and_fail_on() -> None:
 
 
 def test_each_segment_has_exactly_one_shard_and_every_shard_agrees() -> None:
-    # every shard's tester, fed the same segments in the same order, says "mine" for exactly one
-    # shard, the one a plain Assignment's owner() gives, past the remembered keys too (CRC there)
+    # every shard's picker, fed the same segments in the same order, keeps each segment in exactly one
+    # shard, the one a plain Assignment's owner() gives, past the remembered keys too (CRC there); the
+    # others give its time at every tick-th segment and nothing for the rest, and all count alike
     import random
 
     rng = random.Random(7)
     segments = [(f"10.0.0.{rng.randrange(40)}:{rng.randrange(3)}", rng.randrange(2000)) for _ in range(3000)]
-    shards, remember = 3, 25
-    testers = [Assignment(shards, remember=remember).tester(k) for k in range(shards)]
+    shards, remember, tick = 3, 25, 16
+    pickers = [Assignment(shards, remember=remember).picker(k, tick) for k in range(shards)]
     reference = Assignment(shards, remember=remember)
     loads = [0] * shards
-    for key, nbytes in segments:
-        says = [k for k, mine in enumerate(testers) if mine(key, nbytes)]
+    for n, (key, nbytes) in enumerate(segments, 1):
+        ts = n / 10
+        said = [pick(key, nbytes, ts) for pick, _ in pickers]
         owner = reference.owner(key, nbytes)
-        assert says == [owner], (key, says, owner)
+        assert [k for k, x in enumerate(said) if x is True] == [owner], (key, said, owner)
+        others = [x for k, x in enumerate(said) if k != owner]
+        assert others == [None if n % tick else ts] * (shards - 1), (n, said)
+        assert [count() for _, count in pickers] == [n] * shards
         loads[owner] += nbytes
     assert loads == reference.loads and min(loads) > 0
 
@@ -429,7 +450,8 @@ def test_a_plain_row_goes_as_its_lines_unless_it_waits_for_the_parent(busy: Path
             number, flags, pairs, client, server, before, after = data
             pickled = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
             assert pickle.loads(pickled) == data and b"Row" not in pickled
-            made = _table_frame(ev, facts, flags, pairs or [], [], None, "raw", False, TopicDirectory(), plain)
+            local = TopicDirectory()
+            made = _table_frame(ev, facts, flags, pairs or [], [], None, "raw", False, local, plain)
             assert made.plain == (before, after) and made.pending is None
             assert (number, client, server) == (ev.connection, ev.client, ev.server)
     assert tags.get("r", 0) > 100 and tags.get("f", 0) > 100, tags
@@ -470,16 +492,17 @@ def test_a_json_line_goes_as_head_and_body_unless_it_waits_for_the_parent(busy: 
 
 def test_a_batch_sent_from_the_picklers_buffer_arrives_whole() -> None:
     import multiprocessing
+    import threading
 
     from kcodec.cli.capture_parallel import _send
-
-    import threading
 
     reader, writer = multiprocessing.Pipe(duplex=False)
     batch = [((i, 0, 0), "j", (3, 1, None, b'{"type":"frame","time":1.5,"connection":', bytes([i]) * 5000))
              for i in range(40)]  # fmt: skip
     got: list[Any] = []
-    receiving = threading.Thread(target=lambda: got.extend(pickle.loads(reader.recv_bytes()) for _ in range(2)))
+    receiving = threading.Thread(
+        target=lambda: got.extend(pickle.loads(reader.recv_bytes()) for _ in range(2))
+    )
     receiving.start()  # (the batch is larger than a pipe holds: it is read as it is written)
     _send(writer, ("batch", batch))
     _send(writer, ("done", []))

@@ -314,14 +314,19 @@ def iter_segments(
     return cast("Iterator[Segment | CaptureIssue]", _iter_segments(source, start, end, name, keep_acks, None))
 
 
+Pick = Callable[[str, int, float], "bool | float | None"]
+"""``(connection key, length of the data, time) -> True | float | None`` (:func:`iter_some_segments`)."""
+
+
 def iter_some_segments(
-    source: str | Path | IO[bytes], only: Callable[[str, int], bool]
+    source: str | Path | IO[bytes], pick: Pick
 ) -> Iterator[Segment | CaptureIssue | float]:
-    """:func:`iter_segments`, except that a segment that ``only`` (given its connection key and the
-    length of its data) turns down is yielded as just its timestamp (a float; its data is not
-    copied): for a decoder of some connections that still counts the others' segments (one shard of
-    a capture). ``only`` is asked about every segment, in file order."""
-    return _iter_segments(source, 0, None, None, False, only)
+    """:func:`iter_segments` for a decoder of some connections only (one shard of a capture).
+    ``pick`` is asked about every segment, in file order, given its connection key, the length of
+    its data and its time: ``True`` yields the segment; anything else is yielded in its place
+    (its data not copied), but for None, which yields nothing. A shard keeps its own segments,
+    and of the others' only the times it needs for its clock: one call and no yield for most."""
+    return _iter_segments(source, 0, None, None, False, pick)
 
 
 def _iter_segments(
@@ -330,12 +335,12 @@ def _iter_segments(
     end: int | None,
     name: str | None,
     keep_acks: bool,
-    only: Callable[[str, int], bool] | None,
+    pick: Pick | None,
 ) -> Iterator[Segment | CaptureIssue | float]:
     if name is None:
         name = str(source) if isinstance(source, str | Path) else str(getattr(source, "name", "<stream>"))
     seen = _Seen()
-    make = _segment_maker(name, keep_acks, seen, Segment, True, only)
+    make = _segment_maker(name, keep_acks, seen, Segment, True, pick)
     records = iter_records(source, make, start=start, end=end, name=name)
     yield from cast("Iterator[Segment | CaptureIssue | float]", records)
     issue = seen.issue(name)
@@ -383,12 +388,12 @@ def _segment_maker(
     seen: _Seen,
     build: Callable[..., _T | None],
     copy: bool,
-    only: Callable[[str, int], bool] | None = None,
+    pick: Pick | None = None,
 ) -> Callable[[int, int, float, int, bytes, int, int, int], _T | float | None]:
     """The record maker of :func:`iter_segments` (``build`` the :class:`Segment` class, ``copy``
     true) and :func:`segment_facts_maker` (``copy`` false: the payload's length is passed instead of
     its bytes): :func:`_segment` with the common Ethernet/IPv4/TCP case inline (one call per
-    packet), IP fragments counted in ``seen``; ``only`` as :func:`iter_segments` has it."""
+    packet), IP fragments counted in ``seen``; ``pick`` as :func:`iter_some_segments` has it."""
     unpack_from, names_get = _ETH_IPV4_TCP.unpack_from, _names.get
 
     def make(
@@ -413,8 +418,10 @@ def _segment_maker(
                 if names is None:
                     names = connection_names(saddr, sport, daddr, dport)
                 key, src, dst = names
-                if only is not None and not only(key, end - at if at < end else 0):
-                    return ts
+                if pick is not None:
+                    picked = pick(key, end - at if at < end else 0, ts)
+                    if picked is not True:
+                        return picked
                 payload: bytes | int
                 if at < end:
                     payload = buf[start + at : start + end] if copy else end - at
@@ -427,8 +434,10 @@ def _segment_maker(
         except _Fragment:
             seen.fragments += 1
             return None
-        if seg is not None and only is not None and not only(seg.key, len(seg.payload)):
-            return ts
+        if seg is not None and pick is not None:
+            picked = pick(seg.key, len(seg.payload), ts)
+            if picked is not True:
+                return picked
         if seg is None or copy:  # (copy: ``build`` is the Segment class, and ``seg`` what it makes)
             return cast("_T | None", seg)
         return build(

@@ -11,17 +11,20 @@ connection opened in key order is number n).
 
 Keys are tuples of ints, compared as tuples:
 
-- ``(i, 0, j)``: the j-th event of the i-th item of ``iter_segments`` (a segment or a file issue);
+- ``(i, 0, j)``: the j-th event of the capture's i-th segment (counted from 1);
 - ``(i, 0, -1)``: :class:`Opened`, a connection opened by segment i (before its events);
 - :class:`Closed` after the last event of a connection finished before the end (keyed after it);
 - ``(i, 1, c, j)``: the j-th last event of a connection swept after segment i, closed by segment c;
+- ``(i, 2, j)``: the j-th issue with the file itself after segment i;
 - ``(END, c, j)``: the j-th last event of a connection still open at the end, opened by segment c;
-- ``(i, 0, -2)``: :class:`Mark`, every ``mark_every`` items: the shard has given everything before i.
+- ``(i, 0, -2)``: :class:`Mark`, at the start and every ``mark_every`` segments: the shard has given
+  everything before segment i.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 import sys
 import zlib
 from bisect import bisect_right
@@ -29,13 +32,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, TypeVar, cast
 
 from kcodec.capture.connection import DEFAULT_PORTS
 from kcodec.capture.events import CaptureEvent, CaptureIssue
 from kcodec.capture.framing import MAX_FRAME_SIZE
-from kcodec.capture.segments import Segment, iter_some_segments
-from kcodec.capture.stream import CaptureDecoder
+from kcodec.capture.segments import Pick, Segment, iter_some_segments
+from kcodec.capture.stream import SWEEP_EVERY, CaptureDecoder
 
 _T = TypeVar("_T")
 
@@ -106,20 +109,32 @@ class Assignment:
         self.loads[k] += nbytes
         return k
 
-    def tester(self, shard: int) -> Callable[[str, int], bool]:
-        """``(key, nbytes) -> bool``: whether a segment is shard ``shard``'s (see :meth:`owner`). One
-        call per segment of the capture: a known connection's is answered without calling
-        :meth:`owner`."""
+    def picker(self, shard: int, tick: int) -> tuple[Pick, Callable[[], int]]:
+        """What shard ``shard`` reads the capture's segments with (``pick``, for
+        :func:`~kcodec.capture.segments.iter_some_segments`), and ``count() -> int``: the segments
+        asked about so far (the last one's number, counted from 1). ``pick`` keeps the shard's own
+        segments (see :meth:`owner`); of the others', it gives the time of every ``tick``-th segment
+        of the capture, and None for the rest. One call per segment: a known connection's is
+        answered without calling :meth:`owner`."""
         owner, owners_get, loads = self.owner, self.owners.get, self.loads
+        n = 0
 
-        def mine(key: str, nbytes: int) -> bool:
+        def pick(key: str, nbytes: int, ts: float) -> bool | float | None:
+            nonlocal n
+            n += 1
             k = owners_get(key)
             if k is None:
-                return owner(key, nbytes) == shard
-            loads[k] += nbytes
-            return k == shard
+                k = owner(key, nbytes)
+            else:
+                loads[k] += nbytes
+            if k == shard:
+                return True
+            return None if n % tick else ts
 
-        return mine
+        def count() -> int:
+            return n
+
+        return pick, count
 
 
 def iter_shard(
@@ -146,19 +161,29 @@ def iter_shard(
     if file_issues is None:
         file_issues = shard == 0
     decoder = CaptureDecoder(ports=ports, autodetect=autodetect, strict=strict, max_frame_size=max_frame_size)
-    opened_at: dict[int, int] = {}  # connection number -> index of the segment that opened it
-    mine = Assignment(shards).tester(shard)
-
-    advance = decoder.advance
-    for i, item in enumerate(iter_some_segments(source, mine)):
+    opened_at: dict[int, int] = {}  # connection number -> the segment that opened it
+    # the other shards' segments come only where this shard's clock needs their time: where it may
+    # sweep closed connections, and where it marks its progress
+    pick, count = Assignment(shards).picker(shard, math.gcd(mark_every, SWEEP_EVERY))
+    advance, skip = decoder.advance, decoder.skip
+    counted = 0  # the segments the decoder has counted
+    issues = 0
+    yield (0, 0, -2), Mark(getattr(position, "count", 0))
+    for item in iter_some_segments(source, pick):
+        i = count()
+        kind = type(item)
+        if kind is not Segment and kind is not float:  # an issue with the file itself
+            if file_issues:
+                yield (i, 2, issues), cast(CaptureIssue, item)
+                issues += 1
+            continue
+        if i - counted > 1:
+            skip(i - counted - 1)
+        counted = i
         if i % mark_every == 0:
             yield (i, 0, -2), Mark(getattr(position, "count", 0))
-        if type(item) is float:  # another shard's segment: counted, and its time is the clock
-            swept = advance(item)
-        elif isinstance(item, CaptureIssue):
-            if file_issues:
-                yield (i, 0, 0), item
-            continue
+        if kind is float:  # another shard's segment: its time is the clock
+            swept = advance(cast(float, item))
         else:
             assert isinstance(item, Segment)
             routed = _routed(i, item, decoder, opened_at)

@@ -97,6 +97,12 @@ class CaptureDecoder:
             self._closing[key] = (seg.timestamp, self._seen)
         return out
 
+    def skip(self, n: int) -> None:
+        """Counts ``n`` segments of the capture routed elsewhere, as :meth:`advance` would, none of
+        them where it sweeps (every ``SWEEP_EVERY``-th segment): the caller calls :meth:`advance`
+        for those, so that their times are not needed."""
+        self._seen += n
+
     def advance(self, now: float) -> list[tuple[int, int, list[CaptureEvent]]]:
         """Counts one segment of the capture (``now``: its time), routed here or not; every
         ``SWEEP_EVERY``-th, connections closed more than ``linger`` seconds of capture time ago are
