@@ -81,23 +81,21 @@ class MergedOutput:
                         self.table.header()  # (once the file has proved to be a capture)
                 if tag == "j":
                     self._json_line(k, data)
-                    if self.done:
-                        return True
                 elif tag == "r":
                     self._plain_row(k, data)
-                    if self.done:
-                        return True
                 elif tag == "f":
                     self._frame(k, from_wire(data, self.table is None))
-                    if self.done:
-                        return True
                 elif tag == "n":
                     connection, flags, pairs = data
                     if pairs:
                         self.topics.learn_pairs(pairs)
                     self._count(numbering(k, connection), flags)
+                    continue
                 else:
                     self._issue(k, data)
+                    continue
+                if self.done:  # (a frame shown: -c N may be reached)
+                    return True
             elif tag == "l":
                 self.topics.learn_pairs(data)
             elif tag == "z":
