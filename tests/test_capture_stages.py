@@ -10,7 +10,7 @@ import struct
 from typing import Any
 
 import pytest
-from pcap_build import ACK, FIN, PSH, SYN, Conversation, pcap, pcap_header, pcapng, tcp_packet
+from pcap_build import ACK, FIN, PSH, SYN, Conversation, pcap, pcap_header, pcap_record, pcapng, tcp_packet
 
 import kcodec
 from kcodec.capture import (
@@ -130,6 +130,69 @@ def test_a_file_cut_anywhere_is_reported(fmt: str) -> None:
             assert not issues, (cut, issues)
         else:
             assert len(issues) == 1 and "file ends inside" in issues[0].message, (cut, items)
+
+
+class _Pipe(io.RawIOBase):
+    """A non-seekable stream of ``data`` given in pieces of at most ``piece`` bytes (as a pipe)."""
+
+    def __init__(self, data: bytes, piece: int) -> None:
+        self.data, self.at, self.piece = data, 0, piece
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = min(len(b), self.piece, len(self.data) - self.at)
+        b[:n] = self.data[self.at : self.at + n]
+        self.at += n
+        return n
+
+
+def _damaged(fmt: str) -> bytes:
+    """A capture with a damaged record header in the middle and a cut last record."""
+    data = bytearray((pcap if fmt == "pcap" else pcapng)(_conversation(6).packets))
+    if fmt == "pcap":
+        struct.pack_into("<I", data, _record_offsets(bytes(data))[9] + 8, 16 * 1024 * 1024)
+    else:
+        data[len(data) // 2 : len(data) // 2 + 8] = b"\xff" * 8
+    return bytes(data[:-7])
+
+
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
+@pytest.mark.parametrize("block", [61, 1000, 1 << 20])
+def test_a_seekable_file_and_a_pipe_read_alike(fmt: str, block: int, monkeypatch: Any) -> None:
+    """A seekable file is read a block at a time from the first byte still needed (read again), a
+    pipe by adding each block to those bytes: the same records and issues, whatever the block size."""
+    from kcodec.capture import packets
+
+    data = _damaged(fmt)
+    monkeypatch.setattr(packets, "_BLOCK", block)
+
+    def records(source: Any) -> list[tuple[Any, ...]]:
+        return [
+            (p.offset, p.timestamp, p.data) if isinstance(p, RawPacket) else (p.message, p.file_offset)
+            for p in iter_packets(source)
+        ]
+
+    class Counted(io.BytesIO):
+        reads = 0
+
+        def read(self, n: int | None = -1) -> bytes:
+            Counted.reads += 1
+            return super().read(n)
+
+    from_file = records(Counted(data))
+    assert any(isinstance(r[0], str) for r in from_file) and len(from_file) > 15
+    assert Counted.reads <= 3 * len(data) // block + 10  # (a block more per read, to the cut end too)
+    assert records(io.BufferedReader(_Pipe(data, 4093))) == from_file
+    assert records(io.BufferedReader(_Pipe(data, 13))) == from_file
+    cut = pcap_header() + pcap_record(1.0, b"\x00" * 5000)[:2500]  # a long last record, cut
+    Counted.reads = 0
+    assert records(io.BufferedReader(_Pipe(cut, 97))) == records(Counted(cut))
+    assert Counted.reads <= 3 * len(cut) // block + 10
+    shifted = io.BytesIO(b"x" * 5 + data)  # a file object whose capture starts at its position 5
+    shifted.seek(5)
+    assert records(shifted) == from_file
 
 
 def test_not_a_capture_and_empty_file() -> None:

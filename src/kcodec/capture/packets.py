@@ -77,7 +77,12 @@ class RawPacket:
 
 class _Reader:
     """Buffered reading with absolute offsets. ``need(n)`` makes the ``n`` bytes at ``pos`` available
-    in ``buf`` (from index ``pos - base``), keeping every byte from ``keep`` (default: ``pos``) on."""
+    in ``buf`` (from index ``pos - base``), keeping every byte from ``keep`` (default: ``pos``) on.
+
+    From a seekable file, the next block is read from ``keep`` on (the bytes still needed are read
+    again) rather than added to them: a new block of 1 MiB copied behind the few kept bytes cost
+    more than its reading did (17-24 ms against 10 ms per 64 MB, measured). On a pipe, the block
+    is added to the kept bytes."""
 
     def __init__(self, f: IO[bytes], pos: int, initial: bytes = b"") -> None:
         self.f = f
@@ -86,12 +91,15 @@ class _Reader:
         self.pos = pos - len(initial)
         self.keep: int | None = None
         self.eof = False
+        self.origin = _origin(f, pos)  # where offset 0 is in a seekable ``f`` (None: not seekable)
 
     def need(self, n: int) -> bool:
         end = self.pos - self.base + n
         if end <= len(self.buf):
             return True
         keep = self.pos if self.keep is None else min(self.keep, self.pos)
+        if self.origin is not None and not self.eof:
+            return self._read_from(keep, n)
         drop = keep - self.base
         buf = self.buf[drop:]
         base = keep
@@ -109,6 +117,22 @@ class _Reader:
         self.base = base
         return self.pos - base + n <= len(self.buf)
 
+    def _read_from(self, keep: int, n: int) -> bool:
+        """:meth:`need` on a seekable file: a block read from ``keep`` on (False only at the end of
+        the file: then ``eof`` is set, and the last bytes stay in ``buf``)."""
+        assert self.origin is not None
+        want = self.pos - keep + n
+        self.f.seek(self.origin + keep)
+        buf = self.f.read(max(want, _BLOCK))
+        while len(buf) < want:  # (a short read: more until the end of the file)
+            more = self.f.read(want - len(buf))
+            if not more:
+                self.eof = True
+                break
+            buf += more
+        self.buf, self.base = buf, keep
+        return want <= len(buf)
+
     def available(self) -> int:
         self.need(0)
         return len(self.buf) - (self.pos - self.base)
@@ -125,6 +149,15 @@ class _Reader:
         i = self.pos - self.base
         self.pos += n
         return self.buf[i : i + n]
+
+
+def _origin(f: IO[bytes], pos: int) -> int | None:
+    """The position in ``f`` of the data's offset 0, given that ``f`` is at offset ``pos``; None if
+    ``f`` cannot seek (a pipe, standard input from one)."""
+    try:
+        return f.tell() - pos if f.seekable() else None
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 def _open(source: str | Path | IO[bytes]) -> tuple[IO[bytes], str, bool]:

@@ -33,6 +33,12 @@ class CountingReader:
         self.count = pos
         return self.f.seek(pos)
 
+    def seekable(self) -> bool:
+        return self.f.seekable()
+
+    def tell(self) -> int:
+        return self.f.tell()
+
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
