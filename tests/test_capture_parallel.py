@@ -404,6 +404,7 @@ def test_each_segment_has_exactly_one_shard_and_every_shard_agrees() -> None:
 
 
 def test_frames_cross_the_pipe_as_plain_tuples_and_come_back_as_records() -> None:
+    from kcodec.cli.capture_view import Digest
     from kcodec.cli.parallel_items import JsonFrame, Row, TableFrame, from_wire, to_wire
 
     row = Row(1.5, 3, "10.0.0.1:40000", "10.0.0.2:9092", "request", 1, 13, "Fetch", 7, 90, None, None)
@@ -411,15 +412,22 @@ def test_frames_cross_the_pipe_as_plain_tuples_and_come_back_as_records() -> Non
     json_frame = JsonFrame(3, 8, [("id", "orders")], [], {"orders"}, head, b"}\n", None)
     parts = [("topic", "orders")]
     table_frame = TableFrame(3, 8, [], ["id"], None, row, parts, None, ["x"], None, {"id": "t"})
-    frames: list[tuple[JsonFrame | TableFrame, bool]] = [(json_frame, True), (table_frame, False)]
+    pending = Digest([], [], True, [], [(3, "id/0")], [], [(None, "id", "0 @5")], [], [("dim", "n 1")])
+    waiting = table_frame._replace(parts=None, pending=pending, plain=("a", "b"))
+    frames: list[tuple[JsonFrame | TableFrame, bool]] = [
+        (json_frame, True),
+        (table_frame, False),
+        (waiting, False),
+    ]
     for frame, json_mode in frames:
         wire = to_wire(frame)
         pickled = pickle.dumps(wire, protocol=pickle.HIGHEST_PROTOCOL)
-        assert b"Frame" not in pickled and b"Row" not in pickled  # (no class to call when unpickled)
+        assert b"Frame" not in pickled and b"Row" not in pickled and b"Digest" not in pickled  # (no class to call)
         back = from_wire(pickle.loads(pickled), json_mode)
         assert back == frame and type(back) is type(frame)
         if isinstance(back, TableFrame):
             assert type(back.row) is Row and back.row.client == "10.0.0.1:40000"
+            assert back.pending is None or (type(back.pending) is Digest and back.pending.codes == [(3, "id/0")])
 
 
 def test_a_plain_row_goes_as_its_lines_unless_it_waits_for_the_parent(busy: Path) -> None:

@@ -122,7 +122,8 @@ class TableFrame(NamedTuple):
 def to_wire(frame: JsonFrame | TableFrame) -> tuple[Any, ...]:
     """``frame`` as plain tuples, for the pipe (see the module docstring)."""
     if type(frame) is TableFrame:
-        return (*frame[:5], tuple(frame.row), *frame[6:])
+        pending = None if frame.pending is None else tuple(frame.pending)
+        return (*frame[:5], tuple(frame.row), frame.parts, pending, *frame[8:])
     return tuple(frame)
 
 
@@ -130,7 +131,8 @@ def from_wire(data: tuple[Any, ...], json: bool) -> JsonFrame | TableFrame:
     """The frame :func:`to_wire` made ``data`` of (a :class:`JsonFrame` if ``json``)."""
     if json:
         return tuple.__new__(JsonFrame, data)
-    return tuple.__new__(TableFrame, (*data[:5], tuple.__new__(Row, data[5]), *data[6:]))
+    pending = None if data[7] is None else tuple.__new__(Digest, data[7])
+    return tuple.__new__(TableFrame, (*data[:5], tuple.__new__(Row, data[5]), data[6], pending, *data[8:]))
 
 
 def codes_json(codes: list[tuple[int, str]], names: dict[str, str]) -> bytes:
