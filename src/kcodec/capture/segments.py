@@ -98,6 +98,10 @@ _U16 = struct.Struct(">H")
 # offset, TCP flags
 _ETH_IPV4_TCP = struct.Struct(">12xHBxH2xHxB2x4s4sHHIIBB")
 _ETH_IPV4_TCP_SIZE = _ETH_IPV4_TCP.size
+# the same headers without the sequence numbers, the addresses and ports as one 12-byte key (what a
+# record maker asks first: most of a shard's records are other shards' segments, which need no more)
+_ETH_IPV4_TCP_PROBE = struct.Struct(">12xHBxH2xHxB2x12s8xBB")
+_SEQ_ACK = struct.Struct(">II")
 _TCP = struct.Struct(">HHII")
 _ETH_IPV4, _ETH_IPV6, _ETH_VLAN, _ETH_QINQ = 0x0800, 0x86DD, 0x8100, 0x88A8
 _DLT_NULL, _DLT_EN10MB, _DLT_LOOP, _DLT_SLL, _DLT_SLL2 = 0, 1, 108, 113, 276
@@ -106,6 +110,7 @@ _DLT_RAW = (12, 14, 101, 228, 229)
 _endpoints: dict[tuple[bytes, int], str] = {}
 # (source address, source port, destination address, destination port) -> (key, src, dst)
 _names: dict[tuple[bytes, int, bytes, int], tuple[str, str, str]] = {}
+_names_by_ends: dict[bytes, tuple[str, str, str]] = {}  # the same, by addresses and ports as bytes
 
 
 def endpoint(host: str, port: int) -> str:
@@ -300,6 +305,16 @@ def connection_names(saddr: bytes, sport: int, daddr: bytes, dport: int) -> tupl
     return names
 
 
+def _names_of_ends(ends: bytes) -> tuple[str, str, str]:
+    """:func:`connection_names` of IPv4 addresses and TCP ports as they are in the headers
+    (``saddr daddr sport dport``, 12 bytes), remembered by those bytes."""
+    names = connection_names(ends[:4], int.from_bytes(ends[8:10]), ends[4:8], int.from_bytes(ends[10:12]))
+    if len(_names_by_ends) > 65536:
+        _names_by_ends.clear()
+    _names_by_ends[ends] = names
+    return names
+
+
 def iter_segments(
     source: str | Path | IO[bytes],
     *,
@@ -394,16 +409,14 @@ def _segment_maker(
     true) and :func:`segment_facts_maker` (``copy`` false: the payload's length is passed instead of
     its bytes): :func:`_segment` with the common Ethernet/IPv4/TCP case inline (one call per
     packet), IP fragments counted in ``seen``; ``pick`` as :func:`iter_some_segments` has it."""
-    unpack_from, names_get = _ETH_IPV4_TCP.unpack_from, _names.get
+    probe, seq_ack, names_get = _ETH_IPV4_TCP_PROBE.unpack_from, _SEQ_ACK.unpack_from, _names_by_ends.get
 
     def make(
         index: int, offset: int, ts: float, linktype: int, buf: bytes, start: int, stop: int, data_offset: int
     ) -> _T | float | None:
         seen.last_ts = ts
         if linktype == _DLT_EN10MB and stop - start >= _ETH_IPV4_TCP_SIZE:
-            etype, vihl, total, frag, proto, saddr, daddr, sport, dport, seq, ack, off, flags = unpack_from(
-                buf, start
-            )
+            etype, vihl, total, frag, proto, ends, off, flags = probe(buf, start)
             if etype == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF and off >= 0x50:
                 n = stop - start
                 end = 14 + total if total >= 20 else n  # total 0: TSO-offloaded capture
@@ -414,14 +427,15 @@ def _segment_maker(
                     return None
                 if at >= end and not keep_acks and not flags & 0x07:  # no data, no SYN, FIN, RST
                     return None
-                names = names_get((saddr, sport, daddr, dport))
+                names = names_get(ends)
                 if names is None:
-                    names = connection_names(saddr, sport, daddr, dport)
+                    names = _names_of_ends(ends)
                 key, src, dst = names
                 if pick is not None:
                     picked = pick(key, end - at if at < end else 0, ts)
                     if picked is not True:
                         return picked
+                seq, ack = seq_ack(buf, start + 38)
                 payload: bytes | int
                 if at < end:
                     payload = buf[start + at : start + end] if copy else end - at
