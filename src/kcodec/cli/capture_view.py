@@ -45,7 +45,6 @@ _SHORT: dict[str, tuple[str, bool]] = {
 }
 _LABELS = {attr: label for attr, (label, _) in _SHORT.items()}
 _HIDDEN_WHEN_NEGATIVE = frozenset(attr for attr, (_, keep) in _SHORT.items() if not keep)
-_ALWAYS = {attr: label for attr, (label, keep) in _SHORT.items() if keep}  # (one lookup for most)
 _KEY_LABELS = {
     "generation_id": "generation",
     "generation_id_or_member_epoch": "generation",
@@ -106,14 +105,12 @@ def _keys(frame: CapturedFrame, facts: Facts) -> list[Part]:
 
 def _partition(p: Any) -> str:
     bits = [str(p.partition)]
-    always = _ALWAYS
+    labels, hidden = _LABELS, _HIDDEN_WHEN_NEGATIVE
     for attr, value in p.values.items():
-        label = always.get(attr)
-        if label is not None:
-            bits.append(f"{label}{value}")
-        elif value != -1 or attr not in _HIDDEN_WHEN_NEGATIVE:
-            label = _LABELS.get(attr)
-            bits.append(f"{attr} {value}" if label is None else f"{label}{value}")
+        if value == -1 and attr in hidden:
+            continue
+        label = labels.get(attr)
+        bits.append(f"{attr} {value}" if label is None else f"{label}{value}")
     if p.error_code:
         bits.append(error_name(p.error_code))
     if p.records_bytes:
@@ -127,14 +124,10 @@ def _topics(
     names: dict[str, str],
 ) -> list[Part]:
     groups: dict[str, list[str | None]] = {}
-    last, texts = None, []  # (a topic's partitions mostly come one after another)
     for topic, topic_id, text in partitions:
         if topic is None and topic_id is not None:
             topic = names.get(topic_id)
-        key = topic or topic_id or "?"
-        if key != last:
-            last, texts = key, groups.setdefault(key, [])
-        texts.append(text)
+        groups.setdefault(topic or topic_id or "?", []).append(text)
     out: list[Part] = []
     for topic, texts in list(groups.items())[:_MAX_TOPICS]:
         shown = "; ".join([t or "" for t in texts[:_MAX_PARTITIONS]])
@@ -210,23 +203,18 @@ def _partition_texts(facts: Facts, pending: bool) -> list[tuple[str | None, str 
     names may still come (``pending``) for topics named by id only, partitions may still be grouped
     differently: then the first of every group that names could merge into a shown topic."""
     regroup = pending and any(p.topic is None and p.topic_id is not None for p in facts.partitions)
-    seen: dict[object, int] = {}  # partitions of each group before the current one's run
+    seen: dict[object, int] = {}
     out: list[tuple[str | None, str | None, str | None]] = []
-    last: object = None  # the current group (a topic's partitions mostly come one after another)
-    n = 0  # its partitions so far
     for p in facts.partitions:
-        topic, topic_id = p.topic, p.topic_id
         # the group: what names cannot split (the shown topic is a function of it, whatever the names)
-        group: object = (topic, None if topic else topic_id) if regroup else topic or topic_id or "?"
-        if group != last:
-            if last is not None:
-                seen[last] = n
-            found = seen.get(group)
-            # (a topic beyond those shown: its partitions are only counted)
-            n = found if found is not None else 0 if regroup or len(seen) < _MAX_TOPICS else _MAX_PARTITIONS
-            last = group
-        out.append((topic, topic_id, _partition(p) if n < _MAX_PARTITIONS else None))
-        n += 1
+        group: object = (
+            (p.topic, None if p.topic else p.topic_id) if regroup else p.topic or p.topic_id or "?"
+        )
+        n = seen.get(group)
+        if n is None:  # (a topic beyond those shown: its partitions are only counted)
+            n = 0 if regroup or len(seen) < _MAX_TOPICS else _MAX_PARTITIONS
+        seen[group] = n + 1
+        out.append((p.topic, p.topic_id, _partition(p) if n < _MAX_PARTITIONS else None))
     return out
 
 
