@@ -141,19 +141,12 @@ class MergedOutput:
 
     def _plain_row(self, k: int, data: tuple[Any, ...]) -> None:
         """A ``"r"`` item: what :meth:`_frame` does with a frame that names no topic by id only, with
-        no ``--topic`` filter (the worker sends these only then). (:meth:`_counted`, written out:
-        a table has a row per frame.)"""
+        no ``--topic`` filter (the worker sends these only then)."""
         number, flags, pairs, client, server, before, after = data
-        if pairs:
-            self.topics.learn_pairs(pairs)
-        connection = self.numbering(k, number)
-        self.totals.frame(connection, flags & REQUEST != 0, flags & ERR != 0, flags & DIAG != 0)
-        if flags & (ERR | DIAG | CODES):
-            self._flag(flags)
+        connection = self._counted(k, number, flags, pairs)
         table = self.table
         assert table is not None
-        if connection not in self.seen_conns:
-            self._connection_line(table, connection, client, server)
+        self._connection_line(table, connection, client, server)
         table.write_plain(before, connection, after)
         self.shown += 1
 
