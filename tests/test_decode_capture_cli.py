@@ -107,8 +107,25 @@ def test_filters() -> None:
     assert errors and all(e["error_codes"] or e["error"] for e in errors)
 
 
+def test_an_address_filter_matches_any_way_of_writing_the_address() -> None:
+    from kcodec.cli.capture_filters import parse_addresses
+
+    (v6,) = parse_addresses(["[0:0:0:0:0:0:0:1]:9092"], "--server")
+    assert v6.matches("[::1]:9092") and not v6.matches("[::1]:9093") and not v6.matches("127.0.0.1:9092")
+    (v4,) = parse_addresses(["127.0.0.1"], "--client")
+    assert v4.matches("127.0.0.1:40000") and not v4.matches("127.0.0.10:40000")
+    (port,) = parse_addresses([":9092"], "--server")
+    assert port.matches("[fd00::5]:9092") and port.matches("10.0.0.5:9092")
+
+
 def test_usage_errors_are_one_line_and_exit_2() -> None:
-    for args in (["--api", "Nope"], ["--client", "host:99999"], ["--fail-on", "warnings"], ["-c", "0"]):
+    for args in (
+        ["--api", "Nope"],
+        ["--client", "host:99999"],
+        ["--server", "kafka-1:9092"],  # (a capture's endpoints are addresses: a name matches none)
+        ["--fail-on", "warnings"],
+        ["-c", "0"],
+    ):
         result = CliRunner().invoke(main, ["decode-capture", str(SAMPLE), *args])
         assert result.exit_code == 2, (args, result.output)
         assert "Traceback" not in result.output and "Invalid value" in result.output

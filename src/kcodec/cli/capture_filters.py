@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from _socket import AF_INET, AF_INET6, inet_ntop, inet_pton  # (socket's own: without socket.py's enums)
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -60,8 +61,20 @@ class Address:
         return (self.host is None or self.host == host) and (self.port is None or str(self.port) == port)
 
 
+def _address_text(host: str) -> str | None:
+    """An IP address as a capture's endpoints write it (None if ``host`` is not one): the same
+    text for every way of writing one address (``0:0::1`` and ``::1``)."""
+    for family in (AF_INET, AF_INET6):
+        try:
+            return inet_ntop(family, inet_pton(family, host))
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def parse_addresses(values: Iterable[str], option: str) -> tuple[Address, ...]:
-    """``HOST``, ``HOST:PORT``, ``:PORT``, ``[V6]:PORT`` or ``V6``."""
+    """``HOST``, ``HOST:PORT``, ``:PORT``, ``[V6]:PORT`` or ``V6``; HOST is an IP address, as a
+    capture names its endpoints (a name would match nothing, so it is a usage error)."""
     out: list[Address] = []
     for value in values:
         text = value.strip()
@@ -80,6 +93,15 @@ def parse_addresses(values: Iterable[str], option: str) -> tuple[Address, ...]:
             port = int(port_text)
         if not host and port is None:
             raise click.BadParameter(f"{value!r}: expected HOST, HOST:PORT or :PORT", param_hint=option)
+        if host:
+            address = _address_text(host)
+            if address is None:
+                raise click.BadParameter(
+                    f"{host!r} is not an IP address (a capture names its endpoints by "
+                    "address, e.g. 10.0.0.5:9092, [fd00::5]:9092 or :9092)",
+                    param_hint=option,
+                )
+            host = address
         out.append(Address(host or None, port))
     return tuple(out)
 

@@ -76,10 +76,14 @@ def default_jobs(path: str, size_threshold: int = 16 << 20) -> int:
     "clients",
     multiple=True,
     metavar="ADDR",
-    help="Only connections from HOST, HOST:PORT or :PORT.",
+    help="Only connections from HOST, HOST:PORT or :PORT (HOST: an IP address).",
 )
 @click.option(
-    "--server", "servers", multiple=True, metavar="ADDR", help="Only connections to HOST, HOST:PORT or :PORT."
+    "--server",
+    "servers",
+    multiple=True,
+    metavar="ADDR",
+    help="Only connections to HOST, HOST:PORT or :PORT (HOST: an IP address).",
 )
 @click.option(
     "--topic", "topics", multiple=True, metavar="NAME", help="Only frames about this topic (ids resolved)."
