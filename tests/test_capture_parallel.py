@@ -433,13 +433,17 @@ def test_frames_cross_the_pipe_as_plain_tuples_and_come_back_as_records() -> Non
 def test_a_plain_row_goes_as_its_lines_unless_it_waits_for_the_parent(busy: Path) -> None:
     """For a file or pipe, a frame that names no topic by id only (with no ``--topic`` filter) goes
     as a ``"r"`` item: its lines, as the :class:`TableFrame` path lays them out, and what the parent
-    needs besides them. The others go as ``"f"`` items, as before."""
+    needs besides them. One that does goes as a ``"p"`` item: its lines made with the names the
+    worker knew, and the row, digest and extra lines, as JSON, that the :class:`TableFrame` holds
+    (the parent makes the row again from them if the names it knows differ). With ``--topic``,
+    frames go as ``"f"`` items, as before."""
     import io
 
     from kcodec.capture.facts import event_facts
     from kcodec.cli.capture_filters import EventFilter
     from kcodec.cli.capture_table import TableWriter
-    from kcodec.cli.parallel_items import _table_frame, frame_item
+    from kcodec.cli.parallel_items import _table_frame, frame_item, from_pending_again
+    from kcodec.json_values import uuid_text
 
     plain = TableWriter(out=io.StringIO())
     tags: dict[str, int] = {}
@@ -447,12 +451,25 @@ def test_a_plain_row_goes_as_its_lines_unless_it_waits_for_the_parent(busy: Path
         if not isinstance(ev, CapturedFrame):
             continue
         for flt in (EventFilter(), EventFilter(topics=frozenset({"orders"}))):
-            tag, data = frame_item(ev, flt, "raw", "plain", False, plain, TopicDirectory(), event_facts)
+            local = TopicDirectory()
+            local.learn_pairs([(uuid_text(TOPIC_ID), "orders")])
+            tag, data = frame_item(ev, flt, "raw", "plain", False, plain, local, event_facts)
             facts = event_facts(ev)
             unnamed = unnamed_ids(facts) if facts is not None else []
             tags[tag] = tags.get(tag, 0) + 1
-            if unnamed or flt.topics is not None:
+            if flt.topics is not None:
                 assert tag == "f"
+                continue
+            if unnamed:
+                assert tag == "p"
+                number, flags, pairs, client, server, before, after, ids, assumed, again = data
+                pickled = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+                assert pickle.loads(pickled) == data and b"Row" not in pickled and b"Digest" not in pickled
+                made = _table_frame(ev, facts, flags, pairs or [], unnamed, None, "raw", False, local, plain)
+                assert made.plain == (before, after) and (ids, assumed) == (made.unnamed, made.assumed)
+                assert assumed == {uuid_text(TOPIC_ID): "orders"} and "orders[" in after
+                assert from_pending_again(again) == (made.row, made.pending, made.extra)
+                assert (number, client, server) == (ev.connection, ev.client, ev.server)
                 continue
             assert tag == "r"
             number, flags, pairs, client, server, before, after = data
@@ -462,7 +479,28 @@ def test_a_plain_row_goes_as_its_lines_unless_it_waits_for_the_parent(busy: Path
             made = _table_frame(ev, facts, flags, pairs or [], [], None, "raw", False, local, plain)
             assert made.plain == (before, after) and made.pending is None
             assert (number, client, server) == (ev.connection, ev.client, ev.server)
-    assert tags.get("r", 0) > 100 and tags.get("f", 0) > 100, tags
+    assert tags.get("r", 0) > 100 and tags.get("p", 0) > 100 and tags.get("f", 0) > 100, tags
+
+
+def test_a_pending_row_that_cannot_be_json_goes_as_a_table_frame() -> None:
+    """A ``"p"`` item's row, digest and extra lines go as JSON: a string that is not valid Unicode
+    (a lone surrogate, as a lenient decode of a bad topic name may give) cannot, so its frame goes
+    as a ``"f"`` item, which pickles anything; and what goes as JSON comes back as it was."""
+    from kcodec.cli.capture_view import Digest
+    from kcodec.cli.parallel_items import Row, from_pending_again, pending_again
+
+    row = Row(1.7e9, 3, "10.0.0.1:40000", "10.0.0.2:9092", "response", 1, 13, "Fetch", 7, 90, 0.25, True)
+    pending = Digest(
+        [("error", "DecodeError: x")], [("note", "[n]")], True, [("", "session_epoch 0")], [(74, "id/0")],
+        [("", "records 4B")], [(None, "id", "0 @5"), ("t", None, None)], [(None, "id")], [("dim", "n 1")],
+    )  # fmt: skip
+    again = pending_again(row, pending, ["    record 0"])
+    assert again is not None
+    back = from_pending_again(again)
+    assert back == (row, pending, ["    record 0"]) and type(back[0]) is Row and type(back[1]) is Digest
+    assert all(type(x) is tuple for part in (back[1].partitions, back[1].codes, back[1].keys) for x in part)
+    assert pending_again(row._replace(client="\udc80"), pending, []) is None
+    assert pending_again(row, pending._replace(keys=[("", "topic \udcff")]), []) is None
 
 
 def test_a_json_line_goes_as_head_and_body_unless_it_waits_for_the_parent(busy: Path) -> None:

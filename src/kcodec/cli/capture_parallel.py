@@ -17,8 +17,9 @@ A frame's JSON line is built by the worker but for its capture-wide connection n
 parent writes in (and, for a frame that names topics by id only, its ``topic_names`` and
 ``error_codes``, which need the names the parent has learnt); the parent writes the lines of each
 merged batch in one write.
-A table row's summary is made by the worker, unless the frame names topics by id only: then the
-parent makes it, from the frame's facts once it has resolved the names.
+A table row is made by the worker; when its frame names topics by id only, with the names the
+worker's own connections taught it, and the parent makes it again (from the frame's digest) if the
+names it has learnt by then differ.
 
 Workers ignore Ctrl-C (the parent stops them) and send their output in batches, each with a mark
 of how far into the capture they are, so that the parent never waits for a worker that has nothing

@@ -43,7 +43,7 @@ _SHORT: dict[str, tuple[str, bool]] = {
     "end_offset": ("end ", True),
     "epoch": ("epoch ", True),
 }
-_LABELS = {attr: label for attr, (label, _) in _SHORT.items()}
+_PREFIXES = {attr: " " + label for attr, (label, _) in _SHORT.items()}  # what precedes the value
 _HIDDEN_WHEN_NEGATIVE = frozenset(attr for attr, (_, keep) in _SHORT.items() if not keep)
 _KEY_LABELS = {
     "generation_id": "generation",
@@ -104,18 +104,18 @@ def _keys(frame: CapturedFrame, facts: Facts) -> list[Part]:
 
 
 def _partition(p: Any) -> str:
-    bits = [str(p.partition)]
-    labels, hidden = _LABELS, _HIDDEN_WHEN_NEGATIVE
+    text = str(p.partition)  # (built by +=, which CPython extends in place: no list to join)
+    prefixes, hidden = _PREFIXES, _HIDDEN_WHEN_NEGATIVE
     for attr, value in p.values.items():
         if value == -1 and attr in hidden:
             continue
-        label = labels.get(attr)
-        bits.append(f"{attr} {value}" if label is None else f"{label}{value}")
+        prefix = prefixes.get(attr)
+        text += f" {attr} {value}" if prefix is None else f"{prefix}{value}"
     if p.error_code:
-        bits.append(error_name(p.error_code))
+        text += " " + error_name(p.error_code)
     if p.records_bytes:
-        bits.append(f"records {_size(p.records_bytes)}")
-    return " ".join(bits)
+        text += f" records {_size(p.records_bytes)}"
+    return text
 
 
 def _topics(
@@ -127,7 +127,12 @@ def _topics(
     for topic, topic_id, text in partitions:
         if topic is None and topic_id is not None:
             topic = names.get(topic_id)
-        groups.setdefault(topic or topic_id or "?", []).append(text)
+        group = topic or topic_id or "?"
+        texts = groups.get(group)
+        if texts is None:
+            groups[group] = [text]
+        else:
+            texts.append(text)
     out: list[Part] = []
     for topic, texts in list(groups.items())[:_MAX_TOPICS]:
         shown = "; ".join([t or "" for t in texts[:_MAX_PARTITIONS]])
@@ -202,19 +207,19 @@ def _partition_texts(facts: Facts, pending: bool) -> list[tuple[str | None, str 
     among the first ``_MAX_PARTITIONS`` of its topic, in one of the first ``_MAX_TOPICS`` topics. If
     names may still come (``pending``) for topics named by id only, partitions may still be grouped
     differently: then the first of every group that names could merge into a shown topic."""
-    regroup = pending and any(p.topic is None and p.topic_id is not None for p in facts.partitions)
+    partitions = facts.partitions
+    regroup = pending and any(p.topic is None and p.topic_id is not None for p in partitions)
     seen: dict[object, int] = {}
     out: list[tuple[str | None, str | None, str | None]] = []
-    for p in facts.partitions:
+    for p in partitions:
+        topic = p.topic
         # the group: what names cannot split (the shown topic is a function of it, whatever the names)
-        group: object = (
-            (p.topic, None if p.topic else p.topic_id) if regroup else p.topic or p.topic_id or "?"
-        )
+        group: object = (topic, None if topic else p.topic_id) if regroup else topic or p.topic_id or "?"
         n = seen.get(group)
         if n is None:  # (a topic beyond those shown: its partitions are only counted)
             n = 0 if regroup or len(seen) < _MAX_TOPICS else _MAX_PARTITIONS
         seen[group] = n + 1
-        out.append((p.topic, p.topic_id, _partition(p) if n < _MAX_PARTITIONS else None))
+        out.append((topic, p.topic_id, _partition(p) if n < _MAX_PARTITIONS else None))
     return out
 
 

@@ -10,6 +10,12 @@ Items are ``(key, tag, data)`` tuples (``key``: the event's place in the capture
   no topic by id only, and no ``--topic`` filter asks for its topics): ``(connection, flags, pairs,
   client, server, before, after)``, the row's lines around the connection's cell (a plain tuple
   of strings: a seventh of a :class:`TableFrame`'s pickling and unpickling);
+- ``"p"`` a frame's table row for a file or pipe when it names topics by id only (and no
+  ``--topic`` filter is set): ``(connection, flags, pairs, client, server, before, after, unnamed,
+  assumed, again)``, the row's lines as the worker made them with the names it knew (``assumed``,
+  for the ids ``unnamed``), and ``again``, what the parent makes the row again from if the names it
+  knows differ (:func:`pending_again`: JSON, which the parent reads only then; a fifth of the
+  pickling and unpickling of a :class:`TableFrame`, which goes instead when it cannot be JSON);
 - ``"j"`` likewise, a frame's JSON line that waits for nothing: ``(connection, flags, pairs, head,
   body)``, as in a :class:`JsonFrame`;
 - ``"n"`` a frame a filter drops: ``(connection, flags, pairs)`` (counted; its topic names learnt);
@@ -54,7 +60,9 @@ __all__ = [
     "TableFrame",
     "codes_json",
     "frame_item",
+    "from_pending_again",
     "from_wire",
+    "pending_again",
     "shard_reader",
     "to_wire",
 ]
@@ -181,9 +189,13 @@ def frame_item(
     if flt.topics is not None and facts is not None:
         named = {n for n, _ in facts.topics} | {p.topic for p in facts.partitions}
     if mode != "json":
-        if mode == "plain" and not unnamed and flt.topics is None:
-            before, after = plain.plain_frame(ev, summary_parts(ev, facts), _extra(ev, records, verbose))
-            return "r", (ev.connection, flags, pairs or None, ev.client, ev.server, before, after)
+        if mode == "plain" and flt.topics is None:
+            if not unnamed:
+                before, after = plain.plain_frame(ev, summary_parts(ev, facts), _extra(ev, records, verbose))
+                return "r", (ev.connection, flags, pairs or None, ev.client, ev.server, before, after)
+            pending = _pending_row(ev, facts, flags, pairs, unnamed, records, verbose, local, plain)
+            if pending is not None:
+                return "p", pending
         lay_out = plain if mode == "plain" else None
         return "f", _table_frame(ev, facts, flags, pairs, unnamed, named, records, verbose, local, lay_out)
     d = ev.to_dict(records=records)
@@ -196,6 +208,63 @@ def frame_item(
     if flt.topics is None:
         return "j", (ev.connection, flags, pairs or None, head, body)
     return "f", JsonFrame(ev.connection, flags, pairs, unnamed, named, head, body, None)
+
+
+def _pending_row(
+    ev: CapturedFrame,
+    facts: Facts | None,
+    flags: int,
+    pairs: list[tuple[str, str]],
+    unnamed: list[str],
+    records: RecordsMode,
+    verbose: bool,
+    local: TopicDirectory,
+    plain: TableWriter,
+) -> tuple[Any, ...] | None:
+    """The data of a ``"p"`` item (see the module docstring); None if its digest, row or extra lines
+    cannot be JSON (a string that is not valid Unicode: the frame then goes as a ``"f"`` item)."""
+    assert facts is not None  # (the frame names topics by id: its facts say so)
+    pending = digest(ev, facts, pending=True)
+    assumed = local.lookup(unnamed)
+    extra = _extra(ev, records, verbose)
+    row = _row(ev)
+    again = pending_again(row, pending, extra)
+    if again is None:
+        return None
+    before, after = plain.plain_frame(row, summary_from(pending, assumed), extra)
+    return (ev.connection, flags, pairs or None, ev.client, ev.server, before, after, unnamed, assumed, again)
+
+
+def pending_again(row: Row, pending: Digest, extra: list[str]) -> bytes | None:
+    """What a ``"p"`` item's row is made again from (:func:`from_pending_again`), as JSON; None if
+    some string in it is not valid Unicode."""
+    try:
+        again: bytes = orjson.dumps((tuple(row), tuple(pending), extra))  # (typed: see codes_json)
+    except orjson.JSONEncodeError:
+        return None
+    return again
+
+
+def from_pending_again(again: bytes) -> tuple[Row, Digest, list[str]]:
+    """The row, digest and extra lines :func:`pending_again` wrote."""
+    row, fields, extra = orjson.loads(again)
+    error, notes, has_facts, keys, codes, middle, partitions, topics, counts = fields
+    pending = Digest(
+        _tuples(error), _tuples(notes), has_facts, _tuples(keys), _tuples(codes), _tuples(middle),
+        _tuples(partitions), _tuples(topics), _tuples(counts),
+    )  # fmt: skip
+    return Row(*row), pending, extra
+
+
+def _tuples(items: list[list[Any]]) -> list[Any]:
+    return [tuple(x) for x in items]
+
+
+def _row(ev: CapturedFrame) -> Row:
+    return Row(
+        ev.timestamp, ev.connection, ev.client, ev.server, ev.direction, ev.api_key, ev.api_version,
+        ev.api_name, ev.correlation_id, ev.size, ev.latency, True if ev.error is not None else None,
+    )  # fmt: skip
 
 
 def _table_frame(
@@ -211,10 +280,7 @@ def _table_frame(
     plain: TableWriter | None,
 ) -> TableFrame:
     """The frame's row; laid out by ``plain`` when given (for a file or pipe: ``parts`` is None)."""
-    row = Row(
-        ev.timestamp, ev.connection, ev.client, ev.server, ev.direction, ev.api_key, ev.api_version,
-        ev.api_name, ev.correlation_id, ev.size, ev.latency, True if ev.error is not None else None,
-    )  # fmt: skip
+    row = _row(ev)
     extra = _extra(ev, records, verbose)
     pending: Digest | None = None
     assumed: dict[str, str] | None = None

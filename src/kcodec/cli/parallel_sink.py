@@ -23,7 +23,17 @@ from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_output import Totals, frame_json, write_summary
 from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.capture_view import summary_from
-from kcodec.cli.parallel_items import CODES, DIAG, ERR, REQUEST, JsonFrame, TableFrame, codes_json, from_wire
+from kcodec.cli.parallel_items import (
+    CODES,
+    DIAG,
+    ERR,
+    REQUEST,
+    JsonFrame,
+    TableFrame,
+    codes_json,
+    from_pending_again,
+    from_wire,
+)
 
 __all__ = ["MergedOutput"]
 
@@ -74,7 +84,7 @@ class MergedOutput:
     def _add(self, items: list[tuple[Any, ...]]) -> bool:
         numbering = self.numbering
         for _, k, tag, data in items:
-            if tag == "j" or tag == "r" or tag == "f" or tag == "n" or tag == "i":
+            if tag == "j" or tag == "r" or tag == "p" or tag == "f" or tag == "n" or tag == "i":
                 if not self._started:
                     self._started = True
                     if self.table is not None:
@@ -83,6 +93,8 @@ class MergedOutput:
                     self._json_line(k, data)
                 elif tag == "r":
                     self._plain_row(k, data)
+                elif tag == "p":
+                    self._pending_row(k, data)
                 elif tag == "f":
                     self._frame(k, from_wire(data, self.table is None))
                 elif tag == "n":
@@ -148,6 +160,22 @@ class MergedOutput:
         assert table is not None
         self._connection_line(table, connection, client, server)
         table.write_plain(before, connection, after)
+        self.shown += 1
+
+    def _pending_row(self, k: int, data: tuple[Any, ...]) -> None:
+        """A ``"p"`` item: what :meth:`_frame` does with a :class:`TableFrame` of a frame that names
+        topics by id only, with no ``--topic`` filter (the worker sends these only then)."""
+        number, flags, pairs, client, server, before, after, unnamed, assumed, again = data
+        connection = self._counted(k, number, flags, pairs)
+        found = self.topics.lookup(unnamed)
+        table = self.table
+        assert table is not None
+        self._connection_line(table, connection, client, server)
+        if found != assumed:  # names the worker did not know: the row made again
+            row, pending, extra = from_pending_again(again)
+            table.frame(row._replace(connection=connection), summary_from(pending, found), extra)
+        else:
+            table.write_plain(before, connection, after)
         self.shown += 1
 
     def _counted(self, k: int, number: int, flags: int, pairs: list[tuple[str, str]] | None) -> int:
