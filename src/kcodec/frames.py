@@ -120,8 +120,11 @@ def encode_response(
     return _framed(out)
 
 
-def _frame_body(data: Any) -> tuple[memoryview, int]:
-    buf = as_buffer(data)
+def _frame(data: Any) -> tuple[bytes | bytearray | memoryview, int]:
+    """The frame ``data`` holds (size prefix included), checked to be exactly one frame, and its
+    size. The header and body are read from it at offset 4 on: no view of the bytes after the prefix
+    is made, and the readers' offsets are the frame's own."""
+    buf = data if type(data) is bytes else as_buffer(data)
     if len(buf) < 4:
         raise DecodeError(f"a frame needs a 4-byte size prefix, got {len(buf)} bytes", 0, "frame")
     (size,) = _SIZE.unpack_from(buf, 0)
@@ -131,7 +134,7 @@ def _frame_body(data: Any) -> tuple[memoryview, int]:
         raise DecodeError(f"frame claims {size} bytes but only {len(buf) - 4} follow", 0, "frame.size")
     if 4 + size < len(buf):
         raise TrailingBytesError(f"{len(buf) - 4 - size} bytes after the frame", 4 + size, "frame")
-    return memoryview(buf)[4 : 4 + size], size
+    return buf, size
 
 
 # A message's decoder as frames run it (``kcodec.codec.decoder_at``), resolved once per (message,
@@ -151,15 +154,16 @@ def _reader(name: str, version: int) -> _Reader:
 
 
 def _finish(
-    name: str, version: int, reader: _Reader, body: memoryview, pos: int, strict: bool,
+    name: str, version: int, reader: _Reader, frame: Any, pos: int, strict: bool,
     diags: list[Diagnostic],
 ) -> Message:
-    obj, end = reader(body, pos)
-    if end != len(body):
-        reason = f"{len(body) - end} trailing bytes after {name} v{version}"
+    """The body of ``frame`` (the whole frame: offsets count from its size prefix) read from ``pos``."""
+    obj, end = reader(frame, pos)
+    if end != len(frame):
+        reason = f"{len(frame) - end} trailing bytes after {name} v{version}"
         if strict:
-            raise TrailingBytesError(reason, end + 4, name)
-        diags.append(Diagnostic(name, version, end + 4, reason))
+            raise TrailingBytesError(reason, end, name)
+        diags.append(Diagnostic(name, version, end, reason))
     return obj
 
 
@@ -172,10 +176,10 @@ _response_routes: dict[tuple[int, int], _Route] = {}
 
 def decode_request(data: Any, *, strict: bool = True) -> RequestFrame:
     """Decode a request frame; api key and version come from its header, the header version from them."""
-    body, size = _frame_body(data)
+    frame, size = _frame(data)
     if size < 4:
         raise DecodeError("a request header needs at least 4 bytes (api key and version)", 4, "RequestHeader")
-    key, version = _KEY_VERSION.unpack_from(body, 0)
+    key, version = _KEY_VERSION.unpack_from(frame, 4)
     route = _request_routes.get((key, version))
     if route is None:
         try:
@@ -188,25 +192,15 @@ def decode_request(data: Any, *, strict: bool = True) -> RequestFrame:
         route = (name, hv, _reader("RequestHeader", hv), _reader(name, version))
         _request_routes[(key, version)] = route
     name, hv, header_reader, body_reader = route
-    try:
-        header, pos = header_reader(body, 0)
-    except DecodeError as e:
-        e.offset += 4
-        raise
+    header, pos = header_reader(frame, 4)  # (errors' offsets are the frame's: the prefix counts)
     diags: list[Diagnostic] = []
-    try:
-        obj = _finish(name, version, body_reader, body, pos, strict, diags)
-    except TrailingBytesError:
-        raise
-    except DecodeError as e:  # offsets relative to the whole frame (size prefix included)
-        e.offset += 4
-        raise
+    obj = _finish(name, version, body_reader, frame, pos, strict, diags)
     return RequestFrame(key, version, hv, header, obj, size, diags)
 
 
 def decode_response(data: Any, api_key: int, api_version: int, *, strict: bool = True) -> ResponseFrame:
     """Decode a response frame to a request of ``api_key`` at ``api_version``."""
-    body, size = _frame_body(data)
+    frame, size = _frame(data)
     exact = type(api_key) is int and type(api_version) is int  # (True == 1 must not find version 1)
     route = _response_routes.get((api_key, api_version)) if exact else None
     if route is None:
@@ -216,13 +210,7 @@ def decode_response(data: Any, api_key: int, api_version: int, *, strict: bool =
         if exact:
             _response_routes[(api_key, api_version)] = route
     name, hv, header_reader, body_reader = route
-    try:
-        header, pos = header_reader(body, 0)
-        diags: list[Diagnostic] = []
-        obj = _finish(name, api_version, body_reader, body, pos, strict, diags)
-    except TrailingBytesError:
-        raise
-    except DecodeError as e:  # offsets relative to the whole frame (size prefix included)
-        e.offset += 4
-        raise
+    header, pos = header_reader(frame, 4)  # (errors' offsets are the frame's: the prefix counts)
+    diags: list[Diagnostic] = []
+    obj = _finish(name, api_version, body_reader, frame, pos, strict, diags)
     return ResponseFrame(api_key, api_version, hv, header, obj, size, diags)
