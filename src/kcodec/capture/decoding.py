@@ -55,7 +55,7 @@ def _as_kcodec_error(e: Exception) -> KcodecError:
 
 
 def _reasons(diagnostics: list[Diagnostic]) -> tuple[str, ...]:
-    return tuple(d.reason for d in diagnostics)
+    return tuple([d.reason for d in diagnostics]) if diagnostics else ()
 
 
 def read_partial_body(frame: CapturedFrame, data: bytes, request: bool, *, cut: bool = False) -> None:
@@ -138,7 +138,8 @@ class FrameDecoder:
                 req, why = placeholder
                 diagnostics = (why,)
         frame.header_version, frame.header, frame.body = req.header_version, req.header, req.body
-        frame.diagnostics = diagnostics + frame.diagnostics
+        if diagnostics:
+            frame.diagnostics = diagnostics + frame.diagnostics
 
     def _explain_failed_request(self, frame: CapturedFrame, data: bytes) -> None:
         if frame.api_key == _METADATA_KEY:
@@ -205,7 +206,8 @@ class FrameDecoder:
             return
         assert isinstance(resp, ResponseFrame)
         frame.header_version, frame.header, frame.body = resp.header_version, resp.header, resp.body
-        frame.diagnostics += self._explain(key, version, data, resp.diagnostics)
+        if resp.diagnostics:
+            frame.diagnostics += self._explain(key, version, data, resp.diagnostics)
 
     @staticmethod
     def _explain(key: int, version: int, data: bytes, diagnostics: list[Diagnostic]) -> tuple[str, ...]:

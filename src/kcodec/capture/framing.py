@@ -93,7 +93,10 @@ class Pairing:
 
     def add(self, corr: int, api_key: int, api_version: int, sent: float) -> None:
         self._serial += 1
-        self._pending.setdefault(corr, deque()).append((api_key, api_version, sent, self._serial))
+        q = self._pending.get(corr)
+        if q is None:
+            q = self._pending[corr] = deque()
+        q.append((api_key, api_version, sent, self._serial))
         self._order.append((corr, self._serial))
         self.count += 1
         while self.count > self.limit:
