@@ -97,6 +97,7 @@ class TableWriter:
         self.left = 12 + 1 + 5 + 1 + 2 + 1 + self.api_width + 1 + 6 + 1 + 7 + 2
         self._header_done = False
         self._api_cells: dict[tuple[int | None, int | None], str] = {}
+        self._connection_cells: dict[int, str] = {}  # (write_plain's, remembered: few connections)
 
     def _api_cell(self, f: RowSource) -> str:
         """The API column of a frame, padded (remembered per API key and version)."""
@@ -148,7 +149,12 @@ class TableWriter:
 
     def write_plain(self, before: str, connection: int, after: str) -> None:
         """The lines :meth:`plain_frame` gave, with the connection's number."""
-        self.out.write(before + connection_cell(connection) + after)
+        cell = self._connection_cells.get(connection)
+        if cell is None:
+            if len(self._connection_cells) >= 4096:
+                self._connection_cells.clear()
+            cell = self._connection_cells[connection] = connection_cell(connection)
+        self.out.write(before + cell + after)
 
     def _frame_cells(
         self, f: RowSource, parts: list[tuple[str, str]]
