@@ -81,12 +81,14 @@ def _errors(codes: list[tuple[int, str]], names: dict[str, str]) -> list[Part]:
 
 
 def _keys(frame: CapturedFrame, facts: Facts) -> list[Part]:
-    values = dict(facts.values)
     out: list[Part] = []
-    name = values.pop("client_software_name", None)
-    version = values.pop("client_software_version", None)
-    if name is not None:
-        out.append(("", f"software {name} {version or ''}".rstrip()))
+    values = facts.values
+    if values:
+        values = dict(values)
+        name = values.pop("client_software_name", None)
+        version = values.pop("client_software_version", None)
+        if name is not None:
+            out.append(("", f"software {name} {version or ''}".rstrip()))
     if frame.message_name == "MetadataRequest":
         topics = getattr(frame.body, "topics", None)
         if topics is None:
@@ -174,11 +176,13 @@ def digest(frame: CapturedFrame, facts: Facts | None, pending: bool = False) -> 
     error: list[Part] = []
     if frame.error is not None:
         error.append(("error", f"{type(frame.error).__name__}: {frame.error}"))
-    notes: list[Part] = [
-        ("note", f"[{d}]")
-        for d in frame.diagnostics
-        if frame.error is None or not d.endswith(str(frame.error))
-    ]
+    notes: list[Part] = []
+    if frame.diagnostics:
+        notes = [
+            ("note", f"[{d}]")
+            for d in frame.diagnostics
+            if frame.error is None or not d.endswith(str(frame.error))
+        ]
     if frame.partial is not None:  # what the body holds before the bad spot, marked as such
         content = json.dumps(frame.partial.to_json(), separators=(",", ":"), ensure_ascii=False)
         notes.append(("", f"partial {content}"))
@@ -192,10 +196,11 @@ def digest(frame: CapturedFrame, facts: Facts | None, pending: bool = False) -> 
         middle.append(("", f"{label} {shown}{more}"))
     if facts.records_bytes and not facts.partitions:
         middle.append(("", f"records {_size(facts.records_bytes)}"))
-    partitions = _partition_texts(facts, pending)
-    counts: list[Part] = [
-        ("dim", f"{name} {n}") for name, n in facts.counts.items() if name not in ("brokers", "coordinators")
-    ]
+    partitions = _partition_texts(facts, pending) if facts.partitions else []
+    counts: list[Part] = []
+    if facts.counts:
+        shown = [(name, n) for name, n in facts.counts.items() if name not in ("brokers", "coordinators")]
+        counts = [("dim", f"{name} {n}") for name, n in shown]
     return Digest(
         error, notes, True, _keys(frame, facts), list(facts.error_codes), middle, partitions,
         list(facts.topics), counts,
@@ -232,10 +237,11 @@ def summary_parts(frame: CapturedFrame, facts: Facts | None) -> list[Part]:
 def summary_from(d: Digest, names: dict[str, str]) -> list[Part]:
     """:func:`summary_parts` of a :class:`Digest`, with ``names`` (topic id -> name) for the topics
     the frame names by id only."""
-    out = d.error + _errors(d.codes, names) + d.notes
+    out = d.error + _errors(d.codes, names) + d.notes if d.codes else d.error + d.notes
     if not d.has_facts:
         return out
-    return out + d.keys + d.middle + _topics(d.partitions, d.topics, names) + d.counts
+    topics = _topics(d.partitions, d.topics, names) if d.partitions or d.topics else []
+    return out + d.keys + d.middle + topics + d.counts
 
 
 def full_view(frame: CapturedFrame) -> list[str]:
