@@ -199,8 +199,8 @@ def digest(frame: CapturedFrame, facts: Facts | None, pending: bool = False) -> 
     partitions = _partition_texts(facts, pending) if facts.partitions else []
     counts: list[Part] = []
     if facts.counts:
-        shown = [(name, n) for name, n in facts.counts.items() if name not in ("brokers", "coordinators")]
-        counts = [("dim", f"{name} {n}") for name, n in shown]
+        others = [(name, n) for name, n in facts.counts.items() if name not in ("brokers", "coordinators")]
+        counts = [("dim", f"{name} {n}") for name, n in others]
     return Digest(
         error, notes, True, _keys(frame, facts), list(facts.error_codes), middle, partitions,
         list(facts.topics), counts,
