@@ -179,7 +179,7 @@ class MergedOutput:
         self.shown += 1
 
     def _counted(self, k: int, number: int, flags: int, pairs: list[tuple[str, str]] | None) -> int:
-        """What a ``"j"`` or ``"r"`` item's frame is, before it is written: the topic names it
+        """What a ``"j"``, ``"r"`` or ``"p"`` item's frame is, before it is written: the topic names it
         teaches learnt, its capture-wide connection number (returned), counted, its flags raised."""
         if pairs:
             self.topics.learn_pairs(pairs)
