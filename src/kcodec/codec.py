@@ -169,14 +169,7 @@ def decoder_at(message_name: str, version: int) -> Callable[[Any, int], tuple[Me
 
     def read_at(data: Any, pos: int) -> tuple[Message, int]:
         buf = data if type(data) is bytes else _input(data, bytes_only)
-        size = len(buf)
-        if size >= GC_PAUSE_BYTES:  # (what _run_decoder does, inline for the small bodies: one call less)
-            return _run_decoder(fn, message_name, buf, pos)
-        try:
-            found: tuple[Message, int] = fn(buf, pos, size)
-        except (DecodeError, RecursionError) as e:
-            raise _decode_failed(e, message_name, pos) from None
-        return found
+        return _run_decoder(fn, message_name, buf, pos)
 
     return read_at
 

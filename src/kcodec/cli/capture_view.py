@@ -51,6 +51,7 @@ _KEY_LABELS = {
     "client_software_name": "software",
     "allow_auto_topic_creation": "auto-create",
 }
+_SHOWN_ELSEWHERE = ("brokers", "coordinators")  # counts the summary shows as a list of their own
 _MAX_TOPICS = 8
 _MAX_PARTITIONS = 12
 
@@ -81,14 +82,12 @@ def _errors(codes: list[tuple[int, str]], names: dict[str, str]) -> list[Part]:
 
 
 def _keys(frame: CapturedFrame, facts: Facts) -> list[Part]:
+    values = dict(facts.values)
     out: list[Part] = []
-    values = facts.values
-    if values:
-        values = dict(values)
-        name = values.pop("client_software_name", None)
-        version = values.pop("client_software_version", None)
-        if name is not None:
-            out.append(("", f"software {name} {version or ''}".rstrip()))
+    name = values.pop("client_software_name", None)
+    version = values.pop("client_software_version", None)
+    if name is not None:
+        out.append(("", f"software {name} {version or ''}".rstrip()))
     if frame.message_name == "MetadataRequest":
         topics = getattr(frame.body, "topics", None)
         if topics is None:
@@ -129,12 +128,7 @@ def _topics(
     for topic, topic_id, text in partitions:
         if topic is None and topic_id is not None:
             topic = names.get(topic_id)
-        group = topic or topic_id or "?"
-        texts = groups.get(group)
-        if texts is None:
-            groups[group] = [text]
-        else:
-            texts.append(text)
+        groups.setdefault(topic or topic_id or "?", []).append(text)
     out: list[Part] = []
     for topic, texts in list(groups.items())[:_MAX_TOPICS]:
         shown = "; ".join([t or "" for t in texts[:_MAX_PARTITIONS]])
@@ -196,11 +190,10 @@ def digest(frame: CapturedFrame, facts: Facts | None, pending: bool = False) -> 
         middle.append(("", f"{label} {shown}{more}"))
     if facts.records_bytes and not facts.partitions:
         middle.append(("", f"records {_size(facts.records_bytes)}"))
-    partitions = _partition_texts(facts, pending) if facts.partitions else []
+    partitions = _partition_texts(facts, pending)
     counts: list[Part] = []
     if facts.counts:
-        others = [(name, n) for name, n in facts.counts.items() if name not in ("brokers", "coordinators")]
-        counts = [("dim", f"{name} {n}") for name, n in others]
+        counts = [("dim", f"{name} {n}") for name, n in facts.counts.items() if name not in _SHOWN_ELSEWHERE]
     return Digest(
         error, notes, True, _keys(frame, facts), list(facts.error_codes), middle, partitions,
         list(facts.topics), counts,
@@ -212,19 +205,19 @@ def _partition_texts(facts: Facts, pending: bool) -> list[tuple[str | None, str 
     among the first ``_MAX_PARTITIONS`` of its topic, in one of the first ``_MAX_TOPICS`` topics. If
     names may still come (``pending``) for topics named by id only, partitions may still be grouped
     differently: then the first of every group that names could merge into a shown topic."""
-    partitions = facts.partitions
-    regroup = pending and any(p.topic is None and p.topic_id is not None for p in partitions)
+    regroup = pending and any(p.topic is None and p.topic_id is not None for p in facts.partitions)
     seen: dict[object, int] = {}
     out: list[tuple[str | None, str | None, str | None]] = []
-    for p in partitions:
-        topic = p.topic
+    for p in facts.partitions:
         # the group: what names cannot split (the shown topic is a function of it, whatever the names)
-        group: object = (topic, None if topic else p.topic_id) if regroup else topic or p.topic_id or "?"
+        group: object = (
+            (p.topic, None if p.topic else p.topic_id) if regroup else p.topic or p.topic_id or "?"
+        )
         n = seen.get(group)
         if n is None:  # (a topic beyond those shown: its partitions are only counted)
             n = 0 if regroup or len(seen) < _MAX_TOPICS else _MAX_PARTITIONS
         seen[group] = n + 1
-        out.append((topic, p.topic_id, _partition(p) if n < _MAX_PARTITIONS else None))
+        out.append((p.topic, p.topic_id, _partition(p) if n < _MAX_PARTITIONS else None))
     return out
 
 
@@ -240,8 +233,7 @@ def summary_from(d: Digest, names: dict[str, str]) -> list[Part]:
     out = d.error + _errors(d.codes, names) + d.notes if d.codes else d.error + d.notes
     if not d.has_facts:
         return out
-    topics = _topics(d.partitions, d.topics, names) if d.partitions or d.topics else []
-    return out + d.keys + d.middle + topics + d.counts
+    return out + d.keys + d.middle + _topics(d.partitions, d.topics, names) + d.counts
 
 
 def full_view(frame: CapturedFrame) -> list[str]:

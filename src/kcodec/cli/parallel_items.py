@@ -189,15 +189,18 @@ def frame_item(
     if flt.topics is not None and facts is not None:
         named = {n for n, _ in facts.topics} | {p.topic for p in facts.partitions}
     if mode != "json":
-        if mode == "plain" and flt.topics is None:
-            if not unnamed:
-                before, after = plain.plain_frame(ev, summary_parts(ev, facts), _extra(ev, records, verbose))
-                return "r", (ev.connection, flags, pairs or None, ev.client, ev.server, before, after)
-            pending = _pending_row(ev, facts, flags, pairs, unnamed, records, verbose, local, plain)
-            if pending is not None:
-                return "p", pending
+        if mode == "plain" and not unnamed and flt.topics is None:
+            before, after = plain.plain_frame(ev, summary_parts(ev, facts), _extra(ev, records, verbose))
+            return "r", (ev.connection, flags, pairs or None, ev.client, ev.server, before, after)
         lay_out = plain if mode == "plain" else None
-        return "f", _table_frame(ev, facts, flags, pairs, unnamed, named, records, verbose, local, lay_out)
+        made = _table_frame(ev, facts, flags, pairs, unnamed, named, records, verbose, local, lay_out)
+        if made.plain is not None and made.pending is not None and flt.topics is None:
+            again = pending_again(made.row, made.pending, made.extra)
+            if again is not None:  # (else it goes as the TableFrame, which pickles any string)
+                before, after = made.plain
+                row = (ev.connection, flags, pairs or None, ev.client, ev.server, before, after)
+                return "p", (*row, unnamed, made.assumed, again)
+        return "f", made
     d = ev.to_dict(records=records)
     del d["type"], d["connection"]
     head = _HEAD + orjson.dumps(d.pop("time")) + _CONNECTION
@@ -208,31 +211,6 @@ def frame_item(
     if flt.topics is None:
         return "j", (ev.connection, flags, pairs or None, head, body)
     return "f", JsonFrame(ev.connection, flags, pairs, unnamed, named, head, body, None)
-
-
-def _pending_row(
-    ev: CapturedFrame,
-    facts: Facts | None,
-    flags: int,
-    pairs: list[tuple[str, str]],
-    unnamed: list[str],
-    records: RecordsMode,
-    verbose: bool,
-    local: TopicDirectory,
-    plain: TableWriter,
-) -> tuple[Any, ...] | None:
-    """The data of a ``"p"`` item (see the module docstring); None if its digest, row or extra lines
-    cannot be JSON (a string that is not valid Unicode: the frame then goes as a ``"f"`` item)."""
-    assert facts is not None  # (the frame names topics by id: its facts say so)
-    pending = digest(ev, facts, pending=True)
-    assumed = local.lookup(unnamed)
-    extra = _extra(ev, records, verbose)
-    row = _row(ev)
-    again = pending_again(row, pending, extra)
-    if again is None:
-        return None
-    before, after = plain.plain_frame(row, summary_from(pending, assumed), extra)
-    return (ev.connection, flags, pairs or None, ev.client, ev.server, before, after, unnamed, assumed, again)
 
 
 def pending_again(row: Row, pending: Digest, extra: list[str]) -> bytes | None:

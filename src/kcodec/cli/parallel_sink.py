@@ -82,7 +82,7 @@ class MergedOutput:
                 self._lines.clear()
 
     def _add(self, items: list[tuple[Any, ...]]) -> bool:
-        numbering, count = self.numbering, self.count
+        numbering = self.numbering
         for _, k, tag, data in items:
             if tag == "j" or tag == "r" or tag == "p" or tag == "f" or tag == "n" or tag == "i":
                 if not self._started:
@@ -106,7 +106,7 @@ class MergedOutput:
                 else:
                     self._issue(k, data)
                     continue
-                if count is not None and self.shown >= count:  # (a frame shown: -c N may be reached)
+                if self.done:  # (a frame shown: -c N may be reached)
                     return True
             elif tag == "l":
                 self.topics.learn_pairs(data)
@@ -184,10 +184,8 @@ class MergedOutput:
         if pairs:
             self.topics.learn_pairs(pairs)
         connection = self.numbering(k, number)
-        if self.table is not None:  # (what _count does, inline: this is per frame)
-            self.totals.frame(connection, bool(flags & REQUEST), bool(flags & ERR), bool(flags & DIAG))
-        if flags & (ERR | DIAG | CODES):
-            self._flag(flags)
+        self._count(connection, flags)
+        self._flag(flags)
         return connection
 
     def _connection_line(self, table: TableWriter, connection: int, client: str, server: str) -> None:
