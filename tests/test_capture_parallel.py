@@ -537,12 +537,13 @@ def test_a_json_line_goes_as_head_and_body_unless_it_waits_for_the_parent(busy: 
 
 
 def test_a_batch_sent_from_the_picklers_buffer_arrives_whole() -> None:
-    import multiprocessing
     import threading
 
     from kcodec.cli.capture_parallel import _send
+    from kcodec.cli.forked import PipeReader, PipeWriter
 
-    reader, writer = multiprocessing.Pipe(duplex=False)
+    r, w = os.pipe()
+    reader, writer = PipeReader(r), PipeWriter(w)
     batch = [((i, 0, 0), "j", (3, 1, None, b'{"type":"frame","time":1.5,"connection":', bytes([i]) * 5000))
              for i in range(40)]  # fmt: skip
     got: list[Any] = []

@@ -30,13 +30,11 @@ would for its connections; the parent, a batch per worker.
 from __future__ import annotations
 
 import io
-import multiprocessing
 import pickle
 import queue
 import signal
 import threading
 import traceback
-from multiprocessing.connection import Connection
 from typing import IO, Any, cast
 
 from kcodec.capture import CapturedFrame, CaptureFileError, CaptureIssue
@@ -46,6 +44,7 @@ from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_output import RecordsMode
 from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.common import CountingReader
+from kcodec.cli.forked import PipeReader, PipeWriter, Worker, start
 from kcodec.cli.parallel_items import Mode, ShardSummary, frame_item, shard_reader, to_wire
 from kcodec.cli.parallel_sink import MergedOutput
 
@@ -63,20 +62,10 @@ class WorkerFailed(Exception):
         self.unreadable = unreadable  # the file is no capture (exit 1, as one process would)
 
 
-def _widen(pipe: Connection) -> None:
-    """A pipe of 1 MiB rather than 64 KiB where the system allows (fewer, larger reads and writes)."""
-    try:
-        import fcntl
-
-        fcntl.fcntl(pipe.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), _BATCH_BYTES)
-    except (ImportError, OSError):
-        pass
-
-
 # --- the worker side ------------------------------------------------------------------------------
 
 
-def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Connection) -> None:
+def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: PipeWriter) -> None:
     """A worker process: shard ``shard`` of the capture, sent to the parent in batches."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     flt: EventFilter = options.pop("flt")
@@ -137,7 +126,7 @@ def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Conn
         out.close()
 
 
-def _send(out: Connection, message: tuple[Any, ...]) -> None:
+def _send(out: PipeWriter, message: tuple[Any, ...]) -> None:
     """``message`` pickled into a ``BytesIO`` and sent from its buffer. (``pickle.dumps`` builds its
     result in steps: a batch of 1 MiB of JSON bodies took 0.70-0.75 ms to pickle with it, 0.12 ms
     this way, measured.)"""
@@ -160,7 +149,7 @@ class ParallelRun:
         self.jobs = jobs
         self.output = output
         self.options = options
-        self._procs: list[Any] = []
+        self._procs: list[Worker] = []
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()  # the merge is over: the reader threads stop putting
 
@@ -171,18 +160,16 @@ class ParallelRun:
 
     def run(self, progress: Any = None) -> None:
         """Decode and show everything (or ``count`` frames). Raises :class:`WorkerFailed`."""
-        methods = multiprocessing.get_all_start_methods()
-        ctx: Any = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        readers: list[Connection] = []
+        readers: list[PipeReader] = []
         try:
             for k in range(self.jobs):
-                reader, writer = ctx.Pipe(duplex=False)
-                _widen(writer)
-                args = (self.path, k, self.jobs, dict(self.options), writer)
-                proc = ctx.Process(target=_work, args=args, daemon=True)
-                proc.start()
-                writer.close()
-                readers.append(reader)
+                options = dict(self.options)
+
+                def target(out: PipeWriter, k: int = k, options: dict[str, Any] = options) -> None:
+                    _work(self.path, k, self.jobs, options, out)
+
+                proc = start(target, [r.fileno() for r in readers], _BATCH_BYTES)
+                readers.append(proc.reader)
                 self._procs.append(proc)
             self._merge(self._feeds(readers), progress)
         finally:
@@ -200,13 +187,12 @@ class ParallelRun:
     def stop(self) -> None:
         """Stop the workers still running (``-c`` reached, Ctrl-C, a closed pipe)."""
         for proc in self._procs:
-            if proc.is_alive():
-                proc.terminate()
+            proc.terminate()
         for proc in self._procs:
             proc.join(5)
         self._procs = []
 
-    def _feeds(self, readers: list[Connection]) -> list[queue.Queue[bytes | None]]:
+    def _feeds(self, readers: list[PipeReader]) -> list[queue.Queue[bytes | None]]:
         """A queue of each worker's messages, filled by a thread that reads ahead (up to
         ``_READ_AHEAD``), so that a worker does not wait for the merge to reach its part of the
         capture before going on; None when the worker's pipe closes. A thread ends at the end of its
@@ -216,7 +202,7 @@ class ParallelRun:
         for k, reader in enumerate(readers):
             messages: queue.Queue[bytes | None] = queue.Queue(_READ_AHEAD)
 
-            def read(reader: Connection = reader, messages: queue.Queue[bytes | None] = messages) -> None:
+            def read(reader: PipeReader = reader, messages: queue.Queue[bytes | None] = messages) -> None:
                 try:
                     while self._put(messages, reader.recv_bytes()):
                         pass

@@ -37,6 +37,8 @@ def _fail_on(values: tuple[str, ...]) -> frozenset[str]:
 def _jobs(jobs: int | None, capture: str) -> int:
     if capture == "-" or not Path(capture).is_file():
         return 1  # (standard input, a pipe or a device: read once, by one process)
+    if not hasattr(os, "fork"):
+        return 1  # (workers are forked: not on Windows)
     if jobs is not None:
         return jobs
     return default_jobs(capture)
