@@ -160,3 +160,42 @@ def test_a_parallel_run_does_not_import_multiprocessing() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
+
+
+def test_a_worker_that_cannot_be_started_is_one_line_and_nothing_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fork failing for the second worker (a limit on processes reached): WorkerFailed, the first
+    worker stopped and reaped, and no descriptor of the run left open."""
+    import io
+
+    from kcodec.capture import DEFAULT_PORTS
+    from kcodec.cli import forked
+    from kcodec.cli.capture_filters import EventFilter
+    from kcodec.cli.capture_parallel import ParallelRun, WorkerFailed
+    from kcodec.cli.parallel_sink import MergedOutput
+
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("reads /proc")
+    real_fork = os.fork
+    forks: list[int] = []
+
+    def fork() -> int:
+        if forks:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(forked.os, "fork", fork)
+    before = set(os.listdir("/proc/self/fd"))
+    options = {"ports": tuple(DEFAULT_PORTS), "autodetect": True, "strict": False, "records": "raw"}
+    out = MergedOutput(flt=EventFilter(), jsonout=io.BytesIO(), table=None, count=None)
+    run = ParallelRun(str(SAMPLE), 2, out, {**options, "flt": EventFilter(), "mode": "json", "verbose": False})
+    with pytest.raises(WorkerFailed, match="could not start worker process 2 of 2: .*Resource temporarily"):
+        run.run()
+    assert len(forks) == 1
+    with pytest.raises(ChildProcessError):  # (reaped: no child of this process is left)
+        os.waitpid(forks[0], os.WNOHANG)
+    assert set(os.listdir("/proc/self/fd")) <= before

@@ -168,7 +168,11 @@ class ParallelRun:
                 def target(out: PipeWriter, k: int = k, options: dict[str, Any] = options) -> None:
                     _work(self.path, k, self.jobs, options, out)
 
-                proc = start(target, [r.fileno() for r in readers], _BATCH_BYTES)
+                try:
+                    proc = start(target, [r.fileno() for r in readers], _BATCH_BYTES)
+                except OSError as e:
+                    text = f"could not start worker process {k + 1} of {self.jobs}: {e}"
+                    raise WorkerFailed(text, False) from e
                 readers.append(proc.reader)
                 self._procs.append(proc)
             self._merge(self._feeds(readers), progress)
@@ -178,9 +182,11 @@ class ParallelRun:
             # a pipe is closed only once its reader thread is done with it: closed under a thread
             # blocked in recv_bytes, the thread fails (a traceback at exit), or, if the descriptor's
             # number is reused by the next run's pipe, reads that pipe's bytes
-            for reader, thread in zip(readers, self._threads, strict=False):
-                thread.join(5)
-                if not thread.is_alive():
+            for k, reader in enumerate(readers):
+                thread = self._threads[k] if k < len(self._threads) else None  # (none: never read)
+                if thread is not None:
+                    thread.join(5)
+                if thread is None or not thread.is_alive():
                     reader.close()
             self._threads = []
 

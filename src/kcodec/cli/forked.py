@@ -142,7 +142,12 @@ def start(target: Callable[[PipeWriter], None], close_in_child: list[int], pipe_
     r, w = os.pipe()
     if pipe_size:
         _widen(w, pipe_size)
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # (a limit on processes or memory reached)
+        os.close(r)
+        os.close(w)
+        raise
     if pid == 0:  # the child
         code = 1
         try:
