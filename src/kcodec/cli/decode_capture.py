@@ -16,6 +16,7 @@ import click
 
 from kcodec.cli.capture_filters import EventFilter, parse_addresses, parse_apis
 from kcodec.cli.common import CONTEXT_SETTINGS, CountingReader, kafka_port_options
+from kcodec.cli.forked import can_fork
 
 EXIT_UNREADABLE, EXIT_FAIL_ON, EXIT_INTERRUPTED = 1, 3, 130
 FAIL_ON = ("issues", "errors", "error-codes", "diagnostics")
@@ -37,7 +38,7 @@ def _fail_on(values: tuple[str, ...]) -> frozenset[str]:
 def _jobs(jobs: int | None, capture: str) -> int:
     if capture == "-" or not Path(capture).is_file():
         return 1  # (standard input, a pipe or a device: read once, by one process)
-    if not hasattr(os, "fork"):
+    if not can_fork():
         return 1  # (workers are forked: not on Windows)
     if jobs is not None:
         return jobs
