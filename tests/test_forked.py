@@ -19,6 +19,13 @@ pytestmark = pytest.mark.skipif(not can_fork(), reason="workers are forked")
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "sample.pcap"
 
 
+def _python(script: str) -> subprocess.CompletedProcess[str]:
+    """``script`` run by this Python in a process of its own (which must exit 0)."""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 def _all(reader: PipeReader) -> list[bytes]:
     out: list[bytes] = []
     try:
@@ -72,8 +79,7 @@ def test_a_worker_that_raises_exits_1_and_runs_nothing_of_the_parents() -> None:
         "finally:\n"
         "    sys.stdout.write('finally\\n')\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
+    done = _python(script)
     assert done.stdout == "buffered before the fork\nstatus 1\nfinally\natexit\n"
     assert "RuntimeError: worker failed" in done.stderr  # (its traceback, from the child)
 
@@ -157,9 +163,7 @@ def test_a_parallel_run_does_not_import_multiprocessing() -> None:
         "assert 'kcodec.cli.capture_parallel' in sys.modules\n"
         "sys.stderr.write(' '.join(m for m in ('multiprocessing', 'tempfile') if m in sys.modules))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == ""
+    assert _python(script).stderr == ""
 
 
 def test_a_worker_that_cannot_be_started_is_one_line_and_nothing_is_left(
