@@ -203,3 +203,25 @@ def test_a_worker_that_cannot_be_started_is_one_line_and_nothing_is_left(
     with pytest.raises(ChildProcessError):  # (reaped: no child of this process is left)
         os.waitpid(forks[0], os.WNOHANG)
     assert set(os.listdir("/proc/self/fd")) <= before
+
+
+def test_no_thread_runs_when_the_workers_are_forked_even_with_a_progress_bar() -> None:
+    """A thread running at a fork may hold a lock (stderr's among them) that the child then never
+    gets: the progress bar's refresh thread starts only after the workers are forked."""
+    script = (
+        "import os, sys, threading\n"
+        "from kcodec.cli import forked, main\n"
+        "real = os.fork\n"
+        "seen = []\n"
+        "def fork():\n"
+        "    seen.append(threading.active_count())\n"
+        "    return real()\n"
+        "forked.os.fork = fork\n"
+        "os.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n"
+        "try:\n"
+        f"    main(['decode-capture', '--progress', '-j', '2', {str(SAMPLE)!r}], standalone_mode=False)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(seen, file=sys.stderr)\n"
+    )
+    assert _python(script).stderr.strip().splitlines()[-1] == "[1, 1]"

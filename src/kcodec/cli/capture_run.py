@@ -21,7 +21,10 @@ __all__ = ["Run"]
 
 
 class _Progress:
-    """A transient progress bar on stderr (bytes of the capture read)."""
+    """A transient progress bar on stderr (bytes of the capture read). Shown from the first
+    :meth:`update` on: its refresh thread starts then, after a parallel run has forked its workers
+    (a thread running at a fork may hold a lock, stderr's among them, that the child then never
+    gets)."""
 
     def __init__(self, source: Any, label: str) -> None:
         from rich.console import Console
@@ -42,17 +45,21 @@ class _Progress:
             transient=True,
         )
         self.task = self.bar.add_task(label, total=total)
-        self.bar.start()
+        self.started = False
         self.last = 0.0
 
     def update(self) -> None:
+        if not self.started:
+            self.started = True
+            self.bar.start()
         now = time.monotonic()
         if now - self.last >= 0.2:
             self.last = now
             self.bar.update(self.task, completed=self.source.count)
 
     def stop(self) -> None:
-        self.bar.stop()
+        if self.started:
+            self.bar.stop()
 
 
 def _mode(out: CaptureOutput) -> str:
