@@ -1,8 +1,8 @@
 """Worker processes for ``kcodec decode-capture -j N``: forked from the parent, each with a pipe of
 length-prefixed messages back to it. (What ``multiprocessing`` gives with its ``fork`` context and a
 one-way ``Pipe``, without importing it: its import pulls in about 25 modules, tempfile, shutil,
-bz2, lzma, random and subprocess among them, and took 28 of the 186 ms before the workers started
-on this project's 2-core host, on the critical path of every parallel run.)
+bz2, lzma, random and subprocess among them, and was 32 M of the 376 M instructions before the
+workers started, on the critical path of every parallel run.)
 
 A message is a 4-byte big-endian length and that many bytes. The child runs its function and leaves
 with ``os._exit`` (an exception it lets out is printed on stderr, status 1): nothing of the parent's
