@@ -100,6 +100,8 @@ def test_filters() -> None:
     topic = lines(run(str(SAMPLE), "--json", "--topic", "kcodec-sample"))
     apis = {e["api_name"] for e in topic}
     assert {"Produce", "Fetch", "Metadata", "OffsetCommit", "ListOffsets"} <= apis and "Heartbeat" not in apis
+    assert lines(run(str(SAMPLE), "--json", "--topic", "nope, kcodec-sample")) == topic
+    assert lines(run(str(SAMPLE), "--json", "--topic", "nope", "--topic", "kcodec-sample")) == topic
     fetches = [e for e in topic if e["api_name"] == "Fetch"]  # Fetch v13+ names topics by id only
     assert fetches and all(list(e["topic_names"].values()) == ["kcodec-sample"] for e in fetches)
     assert len(lines(run(str(SAMPLE), "--json", "-c", "3"))) == 3
@@ -125,6 +127,10 @@ def test_usage_errors_are_one_line_and_exit_2() -> None:
         ["--server", "kafka-1:9092"],  # (a capture's endpoints are addresses: a name matches none)
         ["--fail-on", "warnings"],
         ["-c", "0"],
+        ["--api", ""],  # (an empty variable in a script: not "every API")
+        ["--api", " , "],
+        ["--topic", ""],  # (not "no topic": a filter that would keep nothing)
+        ["--topic", ","],
     ):
         result = CliRunner().invoke(main, ["decode-capture", str(SAMPLE), *args])
         assert result.exit_code == 2, (args, result.output)

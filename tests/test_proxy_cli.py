@@ -170,6 +170,7 @@ def test_filters_and_quiet(broker: tuple[str, int]) -> None:
         (["--listen", "127.0.0.1:0", "--upstream", "a:99999"], "out of range"),
         (["--listen", "127.0.0.1:0", "--upstream", "a:1", "--stall-timeout", "0"], "--stall-timeout"),
         (["--listen", "127.0.0.1:0", "--upstream", "a:1", "--api", "Metadta"], "did you mean Metadata"),
+        (["--listen", "127.0.0.1:0", "--upstream", "a:1", "--topic", ""], "names no topic"),
     ],
 )
 def test_usage_errors(args: list[str], message: str) -> None:

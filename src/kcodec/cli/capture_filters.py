@@ -14,17 +14,31 @@ from kcodec.capture.facts import Facts
 from kcodec.errors import KcodecError
 from kcodec.registry import api
 
-__all__ = ["EventFilter", "parse_addresses", "parse_apis"]
+__all__ = ["EventFilter", "parse_addresses", "parse_apis", "parse_topics"]
+
+
+def _names(value: str, option: str, what: str) -> list[str]:
+    """The comma-separated names of one option value (blanks around them dropped); a value that
+    names nothing (``""``, ``","``: an empty variable in a script, say) is a usage error, not a
+    filter that keeps everything or nothing."""
+    names = [item.strip() for item in value.split(",") if item.strip()]
+    if not names:
+        raise click.BadParameter(f"{value!r} names no {what}", param_hint=option)
+    return names
+
+
+def parse_topics(values: Iterable[str], option: str = "--topic") -> frozenset[str] | None:
+    """``("orders,payments", "audit")`` -> topic names (a Kafka topic name has no comma); None if no
+    value was given."""
+    topics = {name for value in values for name in _names(value, option, "topic")}
+    return frozenset(topics) if topics else None
 
 
 def parse_apis(values: Iterable[str]) -> frozenset[int] | None:
     """``("Fetch,Produce", "3")`` -> api keys; names are case-insensitive, "Request"/"Response" allowed."""
     keys: set[int] = set()
     for value in values:
-        for item in value.split(","):
-            item = item.strip()
-            if not item:
-                continue
+        for item in _names(value, "--api", "API"):
             name: int | str = int(item) if item.lstrip("-").isdigit() else item
             if isinstance(name, str):
                 for suffix in ("Request", "Response"):

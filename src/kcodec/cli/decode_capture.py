@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import click
 
-from kcodec.cli.capture_filters import EventFilter, parse_addresses, parse_apis
+from kcodec.cli.capture_filters import EventFilter, parse_addresses, parse_apis, parse_topics
 from kcodec.cli.common import CONTEXT_SETTINGS, CountingReader, kafka_port_options
 from kcodec.cli.forked import can_fork
 
@@ -89,7 +89,11 @@ def default_jobs(path: str, size_threshold: int = 16 << 20) -> int:
     help="Only connections to HOST, HOST:PORT or :PORT (HOST: an IP address).",
 )
 @click.option(
-    "--topic", "topics", multiple=True, metavar="NAME", help="Only frames about this topic (ids resolved)."
+    "--topic",
+    "topics",
+    multiple=True,
+    metavar="NAME[,NAME]",
+    help="Only frames about these topics (ids resolved).",
 )
 @click.option(
     "--errors-only", is_flag=True, help="Only frames that failed to decode or carry a Kafka error code."
@@ -163,7 +167,7 @@ def decode_capture_command(
         apis=parse_apis(apis),
         clients=parse_addresses(clients, "--client"),
         servers=parse_addresses(servers, "--server"),
-        topics=frozenset(topics) if topics else None,
+        topics=parse_topics(topics),
         errors_only=errors_only,
     )
     conditions = _fail_on(fail_on)

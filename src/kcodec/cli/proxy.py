@@ -13,7 +13,7 @@ from typing import IO, TYPE_CHECKING, Literal
 
 import click
 
-from kcodec.cli.capture_filters import EventFilter, parse_apis
+from kcodec.cli.capture_filters import EventFilter, parse_apis, parse_topics
 from kcodec.cli.common import CONTEXT_SETTINGS, broker_address
 
 if TYPE_CHECKING:  # imported when the command runs (kcodec --help stays fast)
@@ -76,7 +76,9 @@ def _fail(message: str) -> None:
 )
 @click.option("--summary", is_flag=True, help="No rows: totals per API, errors, latencies, clients at exit.")
 @click.option("--api", "apis", multiple=True, metavar="NAME[,NAME]", help="Only show these APIs.")
-@click.option("--topic", "topics", multiple=True, metavar="NAME", help="Only show frames about this topic.")
+@click.option(
+    "--topic", "topics", multiple=True, metavar="NAME[,NAME]", help="Only show frames about these topics."
+)
 @click.option("--errors-only", is_flag=True, help="Only show frames that failed to decode or carry errors.")
 @click.option("-V", "--verbose", is_flag=True, help="Table: every field of each frame below its row.")
 @click.option(
@@ -140,9 +142,7 @@ def proxy_command(
 
     listen_at = _listen_address(listen)
     upstream_at = broker_address(upstream, "--upstream")
-    flt = EventFilter(
-        apis=parse_apis(apis), topics=frozenset(topics) if topics else None, errors_only=errors_only
-    )
+    flt = EventFilter(apis=parse_apis(apis), topics=parse_topics(topics), errors_only=errors_only)
     json_to_stdout = json_path == "-"
     jsonout, pcap = _open_outputs(json_path, pcap_path)
     view = _view(
