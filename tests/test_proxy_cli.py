@@ -107,7 +107,7 @@ def test_table_pcap_json_and_ctrl_c(broker: tuple[str, int], tmp_path: Path) -> 
     assert proc.returncode == 130
     assert "kcodec proxy interrupted: 1 connections, 53 bytes of requests" in err and "Traceback" not in err
     rows = "".join([*shown, out]).splitlines()
-    assert rows[0].split()[:4] == ["time", "conn", "api", "corr"]
+    assert rows[0].split()[:5] == ["time", "(UTC)", "conn", "api", "corr"]
     assert any("-> ApiVersions v3" in r and "software cli-test 1" in r for r in rows)
     assert any("<- ApiVersions v0" in r for r in rows)
     assert any("** closed" in r and "closed by the client; 2 requests" in r for r in rows)

@@ -112,7 +112,7 @@ class TableWriter:
     def header(self) -> None:
         if self.width is not None and self.width < _WIDE:
             return  # narrow terminal: rows are not in columns
-        self._write_plain(self._head("time", "conn", "", "api", "corr", "size") + "summary", "bold")
+        self._write_plain(self._head("time (UTC)", "conn", "", "api", "corr", "size") + "summary", "bold")
 
     def line(self, text: str, style: str = "") -> None:
         """A line of its own (the totals at the end)."""
