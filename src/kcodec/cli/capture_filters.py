@@ -27,10 +27,10 @@ def _names(value: str, option: str, what: str) -> list[str]:
     return names
 
 
-def parse_topics(values: Iterable[str], option: str = "--topic") -> frozenset[str] | None:
+def parse_topics(values: Iterable[str]) -> frozenset[str] | None:
     """``("orders,payments", "audit")`` -> topic names (a Kafka topic name has no comma); None if no
     value was given."""
-    topics = {name for value in values for name in _names(value, option, "topic")}
+    topics = {name for value in values for name in _names(value, "--topic", "topic")}
     return frozenset(topics) if topics else None
 
 
