@@ -1,4 +1,4 @@
-"""Hatchling build hook: generate the Kafka codecs (and, if asked, compile them with mypyc) at build time.
+"""Hatchling build hook: generate the Kafka codecs, and compile the hot paths with mypyc, at build time.
 
 Runs for the wheel target: ``pip install .`` (a standard wheel) and ``pip install -e .`` (an editable
 wheel). The generator is ``kcodec.codegen`` (in ``src/``); the runtime never imports it.
@@ -8,10 +8,12 @@ wheel). The generator is ``kcodec.codegen`` (in ``src/``); the runtime never imp
   source tree's own generated code (e.g. of an editable install) is never touched or shipped; the
   staged ``_generated`` folder is force-included into the wheel.
 
-``KCODEC_COMPILE`` (see ``kcodec.codegen.compile``) switches on the compiled build: the chosen messages
-are generated for mypyc and compiled with the runtime pieces they call; the wheel then carries the
-extension modules beside their sources and a platform tag. Without it (the default) the build is pure
-Python. A compile that fails falls back to the pure build with a warning.
+``KCODEC_COMPILE`` (see ``kcodec.codegen.compile``) chooses what mypyc compiles. Unset, a standard
+wheel compiles the capture path (what ``kcodec decode-capture`` runs per packet, segment and frame) and
+an editable install stays pure Python; ``0`` asks for pure Python; ``1`` (or API names) also
+generates the chosen messages for mypyc and compiles them with the runtime pieces they call. A
+compiled wheel carries the extension modules beside their sources and a platform tag. A compile that
+fails (no C compiler, say) falls back to the pure build with a warning.
 """
 
 from __future__ import annotations
@@ -28,14 +30,17 @@ ENV = "KCODEC_COMPILE"
 
 
 def _compile_requested() -> bool:
-    return os.environ.get(ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
+    """True unless ``KCODEC_COMPILE`` asks for pure Python (``dependencies`` cannot tell an editable
+    install, which is pure by default, from a wheel: an editable install gets mypy in its build
+    environment without using it)."""
+    return os.environ.get(ENV, "").strip().lower() not in ("0", "false", "no", "off", "pure")
 
 
 class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
     PLUGIN_NAME = "custom"
 
     def dependencies(self) -> list[str]:
-        """mypy (which ships mypyc) and setuptools (to build the extensions), for a compiled build only."""
+        """mypy (which ships mypyc) and setuptools (to build the extensions), unless the build is pure."""
         return ["mypy>=1.16", "setuptools>=68"] if _compile_requested() else []
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
@@ -44,6 +49,10 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         if src not in sys.path:
             sys.path.insert(0, src)
         from kcodec.codegen.compile import (
+            CODECS,
+            PURE,
+            build_kind,
+            capture_modules,
             compile_modules,
             log,
             modules_to_compile,
@@ -67,19 +76,25 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         shutil.rmtree(out_dir, ignore_errors=True)
 
         schemas = root / "schemas"
+        value = os.environ.get(ENV)
+        kind = build_kind(value, editable)
         compiled: set[str] = set()
-        if _compile_requested():
+        if kind == CODECS:
             index = package_plan(schemas).index
             apis = {str(a["name"]): (str(a["request"]), str(a["response"])) for a in index["apis"]}  # type: ignore[attr-defined]
-            compiled = selection(os.environ.get(ENV), apis, (str(m["name"]) for m in index["messages"]))  # type: ignore[attr-defined]
+            compiled = selection(value, apis, (str(m["name"]) for m in index["messages"]))  # type: ignore[attr-defined]
         plan = generate_package(schemas_dir=schemas, out_dir=out_dir, compiled=compiled)
         if not (out_dir / "__init__.py").is_file():
             raise RuntimeError(f"kcodec.codegen.generate.generate_package wrote no package to {out_dir}")
 
         extensions: list[Path] = []
-        if compiled:
-            modules = modules_to_compile(out_dir, [m.module for m in plan.modules if m.target.compiled])
-            log(f"compiling {len(modules)} modules with mypyc ({ENV}={os.environ.get(ENV)!r}) ...")
+        if kind != PURE:
+            if kind == CODECS:
+                modules = modules_to_compile(out_dir, [m.module for m in plan.modules if m.target.compiled])
+            else:
+                modules = capture_modules()
+            what = f"{ENV}={value!r}" if value else f"the capture path; {ENV}=0 for pure Python"
+            log(f"compiling {len(modules)} modules with mypyc ({what}) ...")
             try:
                 result = compile_modules(stage, modules, root / "build" / "kcodec-mypyc")
             except (Exception, SystemExit) as e:  # mypyc exits on errors: fall back to the pure build

@@ -275,6 +275,39 @@ def test_kcodec_compile_selects_hot_apis_named_apis_or_all() -> None:
         selection("Fetc", apis, messages)
 
 
+def test_kcodec_compile_chooses_the_kind_of_build_a_wheel_compiles_the_capture_path_by_default() -> None:
+    from kcodec.codegen.compile import CAPTURE, CODECS, PURE, build_kind
+
+    for wheel_default in (None, "", "  "):
+        assert build_kind(wheel_default, editable=False) == CAPTURE
+        assert build_kind(wheel_default, editable=True) == PURE  # (compiled modules in src/ would hide edits)
+    for off in ("0", "false", "no", "off", "pure", " PURE "):
+        assert build_kind(off, editable=False) == PURE
+        assert build_kind(off, editable=True) == PURE
+    assert build_kind("capture", editable=True) == CAPTURE
+    for codecs in ("1", "hot", "all", "Fetch,Metadata"):
+        assert build_kind(codecs, editable=False) == CODECS
+
+
+def test_the_capture_build_compiles_the_capture_path_without_the_codecs_or_their_base_classes() -> None:
+    from kcodec.codegen.compile import CAPTURE_CLI_MODULES, CAPTURE_MODULES, RUNTIME_MODULES, capture_modules
+
+    got = capture_modules()
+    assert got == [*CAPTURE_MODULES, *CAPTURE_CLI_MODULES]
+    assert not set(got) & set(RUNTIME_MODULES) and not any(m.startswith("kcodec._generated") for m in got)
+
+
+def test_kcodec_build_says_which_build_is_installed() -> None:
+    import kcodec
+    from kcodec.capture import packets
+    from kcodec.cli import capture_view
+
+    capture_compiled = not str(packets.__file__).endswith(".py")
+    assert capture_compiled == (not str(capture_view.__file__).endswith(".py"))
+    expected = "compiled" if kcodec.compiled else "capture" if capture_compiled else "pure"
+    assert kcodec.build == expected and "build" in dir(kcodec)
+
+
 def test_the_compiled_build_takes_each_codec_with_its_json_and_facts_modules(tmp_path: Path) -> None:
     from kcodec.codegen.compile import (
         CAPTURE_CLI_MODULES,

@@ -20,6 +20,7 @@ first use. ``dir(kcodec)`` and ``help(kcodec)`` list the whole public API.
 from __future__ import annotations
 
 import importlib
+import os.path
 from typing import TYPE_CHECKING, Any
 
 from kcodec import errors
@@ -70,6 +71,7 @@ __all__ = [
     "Uuid",
     "api",
     "apis",
+    "build",
     "client",
     "cluster",
     "compiled",
@@ -99,6 +101,7 @@ __all__ = [
 # (kcodec.strategies needs hypothesis: it is reachable as an attribute but not listed)
 
 if TYPE_CHECKING:
+    build: str
     compiled: bool
     from kcodec import client as client
     from kcodec import cluster as cluster
@@ -174,6 +177,20 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "build":
+        # which build is installed: "compiled" (KCODEC_COMPILE=1 and the like: codecs compiled, with the
+        # capture path), "capture" (the capture path compiled, the codecs interpreted: the default of
+        # `pip install .`) or "pure" (`pip install -e .`, KCODEC_COMPILE=0, or a compile that failed)
+        # (mypyc's runtime module, kcodec__mypyc, ships beside the kcodec package only with compiled
+        # modules; the capture stages are not imported to find out)
+        from importlib.util import find_spec
+
+        spec = find_spec("kcodec__mypyc")
+        beside = os.path.dirname(os.path.dirname(__file__))
+        compiled_any = spec is not None and os.path.dirname(str(spec.origin)) == beside
+        kind = "compiled" if __getattr__("compiled") else "capture" if compiled_any else "pure"
+        globals()[name] = kind
+        return kind
     if name == "compiled":
         # True in the compiled build (KCODEC_COMPILE=1 pip install .): the base classes and wire helpers
         # are mypyc extension modules, and so are the codecs of kcodec._generated.COMPILED.
@@ -192,4 +209,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY, "compiled"})
+    return sorted({*globals(), *_LAZY, "build", "compiled"})

@@ -1,18 +1,23 @@
-"""The optional compiled build: which modules mypyc compiles, and the compile itself (build time only).
+"""The compiled build: which modules mypyc compiles, and the compile itself (build time only).
 
-``KCODEC_COMPILE`` chooses, at install time:
+``KCODEC_COMPILE`` chooses, at install time (:func:`build_kind`):
 
-- unset, ``""``, ``0``, ``false``, ``no``: the pure-Python build (the default);
+- unset: the capture path (``CAPTURE_MODULES`` and ``CAPTURE_CLI_MODULES``) for a standard wheel
+  (``pip install .``, the default), the pure-Python build for an editable install (``pip install -e .``,
+  whose compiled modules would sit in the source tree and hide edits to their sources);
+- ``0``, ``false``, ``no``, ``off``, ``pure``: the pure-Python build;
+- ``capture``: the capture path only, for either kind of install;
 - ``1``, ``true``, ``yes``, ``hot``: the hot APIs (``HOT_APIS``) and the request/response headers;
 - ``all``: every message (slow: about 220k generated lines);
 - a comma-separated list of API names (``Fetch,Metadata``) or message names (``FetchRequest``): those,
   with the headers.
 
-Always compiled along with them: ``RUNTIME_MODULES`` (the model base classes, and the encoders'
-large-value helpers), ``CAPTURE_MODULES`` (the capture stages), ``CAPTURE_CLI_MODULES`` (what
-``kcodec decode-capture`` runs per frame on top of them) and each chosen message's JSON and facts
-modules (``COMPANION_PACKAGES``). Every compiled module keeps its source next to it, and the pure
-build is the fallback: a failed compile leaves a working pure package.
+With messages chosen, these are compiled along with them: ``RUNTIME_MODULES`` (the model base
+classes, and the encoders' large-value helpers), ``CAPTURE_MODULES`` (the capture stages),
+``CAPTURE_CLI_MODULES`` (what ``kcodec decode-capture`` runs per frame on top of them) and each chosen
+message's JSON and facts modules (``COMPANION_PACKAGES``). Every compiled module keeps its source next
+to it, and the pure build is the fallback: a failed compile (no C compiler, say) leaves a working pure
+package.
 """
 
 from __future__ import annotations
@@ -81,7 +86,7 @@ CAPTURE_CLI_MODULES = (
 #: the generated subpackages compiled along with each chosen message's codec module: its JSON
 #: converters and its facts extractors (what decode-capture runs for every frame it shows)
 COMPANION_PACKAGES = ("json_", "facts_")
-_OFF = ("", "0", "false", "no", "off")
+_OFF = ("", "0", "false", "no", "off", "pure")
 #: mypy settings for the compile (the project's own config points at the source tree)
 MYPY_CONFIG = """[mypy]
 strict = True
@@ -92,6 +97,29 @@ ignore_missing_imports = True
 warn_unreachable = False
 """
 _HOT = ("1", "true", "yes", "on", "hot")
+
+
+#: the three kinds of build (:func:`build_kind`)
+PURE, CAPTURE, CODECS = "pure", "capture", "codecs"
+
+
+def build_kind(value: str | None, editable: bool) -> str:
+    """The kind of build a ``KCODEC_COMPILE`` value asks for: ``PURE``; ``CAPTURE`` (the capture path
+    only: :func:`capture_modules`); or ``CODECS`` (the messages :func:`selection` chooses, with the
+    capture path and ``RUNTIME_MODULES``: :func:`modules_to_compile`). Unset or empty, a standard wheel
+    compiles the capture path and an editable install stays pure."""
+    text = (value or "").strip().lower()
+    if not text:
+        return PURE if editable else CAPTURE
+    if text in _OFF:
+        return PURE
+    return CAPTURE if text == CAPTURE else CODECS
+
+
+def capture_modules() -> list[str]:
+    """The dotted names a ``CAPTURE`` build compiles: the capture stages and the CLI's per-frame
+    modules. Not ``RUNTIME_MODULES``: the base classes only need compiling under compiled messages."""
+    return [*CAPTURE_MODULES, *CAPTURE_CLI_MODULES]
 
 
 class SelectionError(ValueError):
