@@ -1,7 +1,8 @@
 """Capture decoding speed and memory: ``kcodec decode-capture`` (``--json`` and the table) beside
 ``tshark -T json`` on the same generated capture (benchmark, not a test).
 
-    python benchmarks/bench_capture.py [--mb 60] [--runs 3] [--capture FILE] [--compiled PYTHON]
+    python benchmarks/bench_capture.py [--mb 60] [--runs 3] [--capture FILE]
+                                       [--compiled PYTHON] [--pure PYTHON]
 
 The capture is made by ``capture_workload.write_capture`` (client/broker sessions: Produce with
 record batches, Fetch, Metadata, OffsetCommit, Heartbeat, ...). Each command runs in its own process
@@ -10,8 +11,11 @@ come from ``os.wait4`` (for the commands without ``-j 1``, which run a worker pr
 default, the CPU time of all of them, and the peak of the largest: each holds its share of the
 connections); the commands run in ``--runs`` rounds, each once per round, and the best of each is
 kept. MB/s is capture bytes per second; frames/s counts the Kafka frames in the capture.
+``kcodec`` is the build installed in the Python that runs this script (``pip install .``: the capture
+path compiled; ``pip install -e .`` or ``KCODEC_COMPILE=0``: pure Python); the header names it.
 ``--compiled PYTHON``: also time the compiled build (``KCODEC_COMPILE=1 pip install .`` into that
-Python's environment) in the same run. Debian's ``tshark`` is installed with apt-get if it is missing
+Python's environment) in the same run; ``--pure PYTHON``: also time the pure build (``pip install -e .``
+or ``KCODEC_COMPILE=0 pip install .``). Debian's ``tshark`` is installed with apt-get if it is missing
 (needs root). The machine may be shared: CPU time is the steadier figure.
 """
 
@@ -62,15 +66,20 @@ def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def _compiled_command(python: str, env: dict[str, str]) -> list[str]:
-    """decode-capture run by ``python``, which must have the compiled build."""
-    check = subprocess.run(
-        [python, "-c", "import kcodec; print(kcodec.compiled)"], capture_output=True, text=True, env=env
-    )
-    if check.returncode != 0 or check.stdout.strip() != "True":
-        said = check.stdout.strip() or check.stderr.strip()[-200:]
-        raise SystemExit(f"--compiled {python}: no compiled build of kcodec there ({said})")
+def _other_build(python: str, build: str, env: dict[str, str]) -> list[str]:
+    """decode-capture run by ``python``, which must have kcodec's ``build`` (``compiled`` or ``pure``)."""
+    got = build_of(python, env)
+    if got != build:
+        raise SystemExit(f"--{build} {python}: no {build} build of kcodec there (kcodec.build: {got})")
     return [python, "-m", "kcodec.cli", "decode-capture"]
+
+
+def build_of(python: str, env: dict[str, str]) -> str:
+    """Which build of kcodec ``python`` has (``kcodec.build``: pure, capture or compiled)."""
+    # (kcodec.compiled for a kcodec older than kcodec.build, whose default wheel was pure)
+    code = "import kcodec as k; print(getattr(k, 'build', None) or ('compiled' if k.compiled else 'pure'))"
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env)
+    return out.stdout.strip() or "unknown"
 
 
 def main() -> int:
@@ -80,6 +89,9 @@ def main() -> int:
     parser.add_argument("--capture", type=Path, help="use this capture instead of generating one")
     parser.add_argument(
         "--compiled", metavar="PYTHON", help="a Python with kcodec's compiled build installed: time it too"
+    )
+    parser.add_argument(
+        "--pure", metavar="PYTHON", help="a Python with kcodec's pure build installed: time it too"
     )
     args = parser.parse_args()
 
@@ -102,7 +114,11 @@ def main() -> int:
             )
             frames = int(out.stdout.split(b'"frames":')[1].split(b",")[0])
         measure([*kcodec, str(path), "-c", "1"], env)  # compile and cache kcodec's modules once
-        compiled = _compiled_command(args.compiled, env) if args.compiled else None
+        others = {
+            build: _other_build(python, build, env)
+            for build, python in (("compiled", args.compiled), ("pure", args.pure))
+            if python
+        }
         commands = {
             "kcodec --json": [*kcodec, str(path), "--json"],  # (by default, a worker per core)
             "kcodec --json -j 1": [*kcodec, str(path), "--json", "-j", "1"],
@@ -110,16 +126,13 @@ def main() -> int:
             "kcodec (table) -j 1": [*kcodec, str(path), "-j", "1"],
             "kcodec --summary": [*kcodec, str(path), "--summary"],
             "kcodec --summary -j 1": [*kcodec, str(path), "--summary", "-j", "1"],
-            **(
-                {
-                    "compiled --json": [*compiled, str(path), "--json"],
-                    "compiled --json -j 1": [*compiled, str(path), "--json", "-j", "1"],
-                    "compiled (table)": [*compiled, str(path)],
-                    "compiled (table) -j 1": [*compiled, str(path), "-j", "1"],
-                }
-                if compiled
-                else {}
-            ),
+        }
+        for build, other in others.items():
+            commands[f"{build} --json"] = [*other, str(path), "--json"]
+            commands[f"{build} --json -j 1"] = [*other, str(path), "--json", "-j", "1"]
+            commands[f"{build} (table)"] = [*other, str(path)]
+            commands[f"{build} (table) -j 1"] = [*other, str(path), "-j", "1"]
+        commands |= {
             "tshark -T json": [tshark, "-r", str(path), "-d", "tcp.port==9092,kafka", "-T", "json"],
             "tshark (text)": [tshark, "-r", str(path), "-d", "tcp.port==9092,kafka"],
         }
@@ -134,7 +147,8 @@ def main() -> int:
             results[name] = (min(r[0] for r in got), min(r[1] for r in got), max(r[2] for r in got))
     mb = size / 1e6
     print(
-        f"capture: {mb:.1f} MB, {frames} Kafka frames; best of {args.runs} runs; python {sys.version.split()[0]}"
+        f"capture: {mb:.1f} MB, {frames} Kafka frames; best of {args.runs} runs; "
+        f"python {sys.version.split()[0]}; kcodec build: {build_of(sys.executable, env)}"
     )
     base_wall, base_cpu, _ = results["tshark -T json"]
     print(
