@@ -10,7 +10,8 @@ Python workers come from :mod:`kcodec.pipeline.daemon`.
 
 Executors run Python workers with the driver's interpreter (``PYSPARK_PYTHON``), so kcodec must be
 installed there (locally it is the same environment; on a cluster, install it on every node or ship
-the wheel with ``--py-files``).
+the wheel with ``--py-files``: imported from a zip, the wheel's compiled modules do not load and their
+Python sources run, as in the pure build, which ``kcodec.build`` then reports).
 """
 
 from __future__ import annotations
