@@ -29,25 +29,29 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 ENV = "KCODEC_COMPILE"
 
 
-def _compile_requested() -> bool:
-    """True unless ``KCODEC_COMPILE`` asks for pure Python (``dependencies`` cannot tell an editable
-    install, which is pure by default, from a wheel: an editable install gets mypy in its build
-    environment without using it)."""
-    return os.environ.get(ENV, "").strip().lower() not in ("0", "false", "no", "off", "pure")
+def _on_path(root: Path) -> None:
+    """Put the source tree's ``src`` first on ``sys.path``: the hook imports the generator from it."""
+    src = str(root / "src")
+    if src not in sys.path:
+        sys.path.insert(0, src)
 
 
 class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
     PLUGIN_NAME = "custom"
 
     def dependencies(self) -> list[str]:
-        """mypy (which ships mypyc) and setuptools (to build the extensions), unless the build is pure."""
-        return ["mypy>=1.16", "setuptools>=68"] if _compile_requested() else []
+        """mypy (which ships mypyc) and setuptools (to build the extensions), unless the build is pure.
+        (This hook cannot tell an editable install, pure by default, from a wheel: an editable install
+        gets mypy in its build environment without using it.)"""
+        _on_path(Path(self.root).resolve())
+        from kcodec.codegen.compile import PURE, build_kind
+
+        compiles = build_kind(os.environ.get(ENV), editable=False) != PURE
+        return ["mypy>=1.16", "setuptools>=68"] if compiles else []
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         root = Path(self.root).resolve()
-        src = str(root / "src")
-        if src not in sys.path:
-            sys.path.insert(0, src)
+        _on_path(root)
         from kcodec.codegen.compile import (
             CODECS,
             PURE,

@@ -159,7 +159,7 @@ def modules_to_compile(generated: Path, chosen: Iterable[str]) -> list[str]:
     """The dotted names mypyc compiles for a build: ``RUNTIME_MODULES``, ``CAPTURE_MODULES``,
     ``CAPTURE_CLI_MODULES``, and for each chosen generated module (``fetch_response``) that module
     and its companions in ``generated`` (the ``kcodec._generated`` folder written for this build)."""
-    out = [*RUNTIME_MODULES, *CAPTURE_MODULES, *CAPTURE_CLI_MODULES]
+    out = [*RUNTIME_MODULES, *capture_modules()]
     for module in chosen:
         out.append(f"kcodec._generated.{module}")
         out += [
