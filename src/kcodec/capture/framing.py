@@ -251,6 +251,7 @@ class Framer:
         into the buffer); the rest of ``data`` is returned, and ``_start`` set to its offset."""
         pos, n = 0, len(data)
         emit, max_size, latest = self.emit, self.max_size, self.latest
+        size: int
         while n - pos >= 4:
             (size,) = _I32.unpack_from(data, pos)
             end = pos + 4 + size
@@ -266,6 +267,7 @@ class Framer:
         n = len(buf)
         pos = 0
         emit, start = self.emit, self._start
+        size: int
         while True:
             if not self.synced:
                 found = self._search(buf, pos)

@@ -319,15 +319,27 @@ class _Pcap:
             if found is None:
                 return
             r.pos = found
-        max_len, frac_max, jump = self.max_len, self.frac_max, MAX_TIME_JUMP
+        max_len: int = self.max_len
+        frac_max: int = self.frac_max
+        jump: float = MAX_TIME_JUMP
+        scale: float = unit
         unpack = hdr.unpack_from
         while end is None or r.pos < end:
             # fast path: the plausible records wholly in the buffer, read with the position in locals
-            # (``r.pos`` is brought up to date when the loop leaves; nothing else reads it)
+            # (``r.pos`` is brought up to date when the loop leaves; nothing else reads it). The
+            # locals are typed so that a compiled build does their arithmetic on machine numbers;
+            # the time of the last record is ``last`` while ``timed`` (``last_ts`` is not None).
             buf, base = r.buf, r.base
-            i, n = r.pos - base, len(buf)
-            stop = n if end is None else min(n, end - base)  # (records that start before ``end``)
+            n: int = len(buf)
+            i: int = r.pos - base
+            stop: int = n if end is None else min(n, end - base)  # (records that start before ``end``)
+            timed = last_ts is not None
+            last: float = 0.0 if last_ts is None else last_ts
             while i < stop and i + 16 <= n:
+                sec: int
+                frac: int
+                incl: int
+                orig: int
                 sec, frac, incl, orig = unpack(buf, i)
                 at = i + 16
                 after = at + incl
@@ -336,19 +348,21 @@ class _Pcap:
                     or orig < incl
                     or frac >= frac_max
                     or after > n
-                    or (last_ts is not None and not -jump <= sec - last_ts <= jump)
+                    or (timed and not -jump <= sec - last <= jump)
                 ):
                     break
                 index += 1
-                last_ts = float(sec)
+                last, timed = float(sec), True
                 if make is not None:
-                    item = make(index, base + i, sec + frac * unit, linktype, buf, at, after, base + at)
+                    item = make(index, base + i, sec + frac * scale, linktype, buf, at, after, base + at)
                     i = after
                     if item is not None:
                         yield item
                     continue
-                yield RawPacket(index, base + i, sec + frac * unit, linktype, buf[at:after], orig, base + at)
+                yield RawPacket(index, base + i, sec + frac * scale, linktype, buf[at:after], orig, base + at)
                 i = after
+            if timed:
+                last_ts = last
             r.pos = base + i
             if end is not None and r.pos >= end:
                 break
