@@ -107,7 +107,8 @@ def _keys(frame: CapturedFrame, facts: Facts) -> list[Part]:
 def _partition(p: Any) -> str:
     text = str(p.partition)  # (built by +=, which CPython extends in place: no list to join)
     prefixes, hidden = _PREFIXES, _HIDDEN_WHEN_NEGATIVE
-    for attr, value in p.values.items():
+    values: dict[str, Any] = p.values  # (typed: a compiled build walks it as a dict, not any iterable)
+    for attr, value in values.items():
         if value == -1 and attr in hidden:
             continue
         prefix = prefixes.get(attr)
