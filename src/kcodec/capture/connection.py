@@ -19,6 +19,7 @@ for a response (bounded).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final
 
 from kcodec.capture.decoding import FrameDecoder
 from kcodec.capture.events import CaptureEvent, CaptureIssue, Direction, IssueKind
@@ -32,8 +33,8 @@ __all__ = ["DEFAULT_PORTS", "ConnectionDecoder"]
 
 DEFAULT_PORTS: tuple[int, ...] = (9092,)
 #: Segments held while autodetection has not decided whether a connection is Kafka.
-PROBE_SEGMENTS = 256
-PROBE_BYTES = 1 << 20
+PROBE_SEGMENTS: Final = 256
+PROBE_BYTES: Final = 1 << 20
 
 
 class _Probe:

@@ -13,6 +13,7 @@ bytes left after a body, and every known deviation, are errors (the deviation is
 from __future__ import annotations
 
 import struct
+from typing import Final
 
 from kcodec.capture.events import CapturedFrame, UnmatchedResponseError
 from kcodec.capture.framing import Pairing, RawFrame
@@ -30,11 +31,11 @@ from kcodec.registry import api
 
 __all__ = ["FrameDecoder", "header_fields", "read_partial_body"]
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_PRODUCE_KEY = 0
-_CUT = "frame truncated"  # the framer's reason for a frame of which only the first bytes were captured
-_METADATA_KEY = 3
+_I16: Final = struct.Struct(">h")
+_I32: Final = struct.Struct(">i")
+_PRODUCE_KEY: Final = 0
+_CUT: Final = "frame truncated"  # the framer's reason for a frame of which only the first bytes were captured
+_METADATA_KEY: Final = 3
 
 
 def header_fields(raw: bytes, request: bool) -> tuple[int | None, int | None, int | None]:

@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from typing import Final
 
 from kcodec.capture.events import Direction, IssueKind
 from kcodec.errors import DecodeError
@@ -30,14 +31,14 @@ __all__ = ["MAX_FRAME_SIZE", "Framer", "Pairing", "RawFrame", "plausible_request
 
 #: Frames claiming more than this are taken as "not Kafka" (the broker's socket.request.max.bytes is
 #: 100 MiB by default; fetch responses can be larger, so be generous).
-MAX_FRAME_SIZE = 256 * 1024 * 1024
-_I32 = struct.Struct(">i")
-_REQ_HEAD = struct.Struct(">ihhih")
-_RESP_HEAD = struct.Struct(">ii")
+MAX_FRAME_SIZE: Final = 256 * 1024 * 1024
+_I32: Final = struct.Struct(">i")
+_REQ_HEAD: Final = struct.Struct(">ihhih")
+_RESP_HEAD: Final = struct.Struct(">ii")
 # Where a request header may start: api key 0..127 and version 0..63, as they are on the wire.
-_REQUEST_HINT = re.compile(rb"\x00[\x00-\x7f]\x00[\x00-\x3f]")
-_SIZE_PATH = "frame.size"
-_KEEP = 16  # bytes kept while searching (a candidate's header may start in them)
+_REQUEST_HINT: Final = re.compile(rb"\x00[\x00-\x7f]\x00[\x00-\x3f]")
+_SIZE_PATH: Final = "frame.size"
+_KEEP: Final = 16  # bytes kept while searching (a candidate's header may start in them)
 
 
 @dataclass(slots=True)

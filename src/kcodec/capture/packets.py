@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TypeVar, cast
+from typing import IO, Final, TypeVar, cast
 
 from kcodec.capture.events import CaptureIssue
 from kcodec.errors import KcodecError
@@ -42,10 +42,10 @@ RecordMaker = Callable[[int, int, float, int, bytes, int, int, int], _T | None]
 
 #: Record lengths above this are taken as damage whatever the snap length says (jumbo frames and TSO
 #: captures stay far below; pcap's own maximum snap length is 256 KiB).
-MAX_RECORD = 16 * 1024 * 1024
+MAX_RECORD: Final = 16 * 1024 * 1024
 #: A record whose time is this far from the last good record's is taken as a damaged header.
-MAX_TIME_JUMP = 2 * 86400.0
-_BLOCK = 1 << 20
+MAX_TIME_JUMP: Final = 2 * 86400.0
+_BLOCK = 1 << 20  # (not Final: a test reads with smaller blocks)
 
 _PCAP_MAGICS = {
     b"\xd4\xc3\xb2\xa1": ("<", 1e-6),
@@ -53,7 +53,7 @@ _PCAP_MAGICS = {
     b"\x4d\x3c\xb2\xa1": ("<", 1e-9),
     b"\xa1\xb2\x3c\x4d": (">", 1e-9),
 }
-_PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
+_PCAPNG_SHB: Final = b"\x0a\x0d\x0d\x0a"
 _NG_IDB, _NG_EPB, _NG_SPB, _NG_PB = 1, 6, 3, 2
 _NG_KNOWN = {_NG_IDB, 2, 3, 4, 5, 6, 0xA, 0x0A0D0D0A, 0xBAD, 0x40000BAD}
 

@@ -18,12 +18,12 @@ of its first few segments), and go past 4 GiB: sequence numbers wrap, offsets do
 from __future__ import annotations
 
 import heapq
-from typing import Protocol
+from typing import Final, Protocol
 
 __all__ = ["HalfStream", "StreamSink"]
 
-_M32 = 0xFFFFFFFF
-_HALF = 0x80000000
+_M32: Final = 0xFFFFFFFF
+_HALF: Final = 0x80000000
 
 
 class StreamSink(Protocol):

@@ -20,7 +20,7 @@ from _socket import AF_INET, AF_INET6, inet_ntop  # (socket's own: without socke
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TypeVar, cast
+from typing import IO, Final, TypeVar, cast
 
 from kcodec.capture.events import CaptureIssue
 from kcodec.capture.packets import RecordMaker, iter_records
@@ -38,7 +38,11 @@ __all__ = [
 
 _T = TypeVar("_T")
 
-TH_FIN, TH_SYN, TH_RST, TH_PUSH, TH_ACK = 0x01, 0x02, 0x04, 0x08, 0x10
+TH_FIN: Final = 0x01
+TH_SYN: Final = 0x02
+TH_RST: Final = 0x04
+TH_PUSH: Final = 0x08
+TH_ACK: Final = 0x10
 
 
 @dataclass(slots=True)
@@ -92,20 +96,27 @@ SEGMENT_SCHEMA: tuple[tuple[str, str], ...] = (
 #: what it returns is yielded unless None.
 SegmentBuilder = Callable[[str, str, str, int, int, int, float, int, str, int, int, int], _T | None]
 
-_U16 = struct.Struct(">H")
+_U16: Final = struct.Struct(">H")
 # the common case in one read: Ethernet (no VLAN tag), IPv4 without options, TCP: ethertype,
 # version/IHL, total length, flags/fragment offset, protocol, addresses, ports, seq, ack, data
 # offset, TCP flags
-_ETH_IPV4_TCP = struct.Struct(">12xHBxH2xHxB2x4s4sHHIIBB")
-_ETH_IPV4_TCP_SIZE = _ETH_IPV4_TCP.size
+_ETH_IPV4_TCP: Final = struct.Struct(">12xHBxH2xHxB2x4s4sHHIIBB")
+_ETH_IPV4_TCP_SIZE: Final = _ETH_IPV4_TCP.size
 # the same headers without the sequence numbers, the addresses and ports as one 12-byte key (what a
 # record maker asks first: most of a shard's records are other shards' segments, which need no more)
-_ETH_IPV4_TCP_PROBE = struct.Struct(">12xHBxH2xHxB2x12s8xBB")
-_SEQ_ACK = struct.Struct(">II")
-_TCP = struct.Struct(">HHII")
-_ETH_IPV4, _ETH_IPV6, _ETH_VLAN, _ETH_QINQ = 0x0800, 0x86DD, 0x8100, 0x88A8
-_DLT_NULL, _DLT_EN10MB, _DLT_LOOP, _DLT_SLL, _DLT_SLL2 = 0, 1, 108, 113, 276
-_DLT_RAW = (12, 14, 101, 228, 229)
+_ETH_IPV4_TCP_PROBE: Final = struct.Struct(">12xHBxH2xHxB2x12s8xBB")
+_SEQ_ACK: Final = struct.Struct(">II")
+_TCP: Final = struct.Struct(">HHII")
+_ETH_IPV4: Final = 0x0800
+_ETH_IPV6: Final = 0x86DD
+_ETH_VLAN: Final = 0x8100
+_ETH_QINQ: Final = 0x88A8
+_DLT_NULL: Final = 0
+_DLT_EN10MB: Final = 1
+_DLT_LOOP: Final = 108
+_DLT_SLL: Final = 113
+_DLT_SLL2: Final = 276
+_DLT_RAW: Final = (12, 14, 101, 228, 229)
 
 _endpoints: dict[tuple[bytes, int], str] = {}
 # (source address, source port, destination address, destination port) -> (key, src, dst)

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
-from typing import IO, Any, TypeVar, cast
+from typing import IO, Any, Final, TypeVar, cast
 
 from kcodec.capture.connection import DEFAULT_PORTS
 from kcodec.capture.events import CaptureEvent, CaptureIssue
@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 Key = tuple[int, ...]
-END = sys.maxsize
+END: Final = sys.maxsize
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Final
 
 from kcodec.capture.connection import DEFAULT_PORTS, ConnectionDecoder
 from kcodec.capture.events import CaptureEvent, CaptureIssue
@@ -21,7 +21,7 @@ from kcodec.capture.segments import TH_FIN, TH_RST, TH_SYN, Segment, iter_segmen
 
 __all__ = ["SWEEP_EVERY", "CaptureDecoder", "decode_segments", "iter_capture"]
 
-SWEEP_EVERY = 2048  # segments between sweeps of closed connections
+SWEEP_EVERY: Final = 2048  # segments between sweeps of closed connections
 _NOTHING: list[tuple[int, int, list[CaptureEvent]]] = []  # (never appended to)
 
 

@@ -4,11 +4,13 @@ DeleteRecords, ... frames, which carry only topic ids, can be shown with names."
 
 from __future__ import annotations
 
+from typing import Final
+
 from kcodec.capture.facts import Facts
 
 __all__ = ["ZERO_TOPIC_ID", "TopicDirectory", "named_ids", "renamed", "topic_ids", "unnamed_ids"]
 
-ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO: "no id"
+ZERO_TOPIC_ID: Final = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO: "no id"
 
 
 class TopicDirectory:

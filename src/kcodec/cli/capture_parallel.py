@@ -35,7 +35,7 @@ import queue
 import signal
 import threading
 import traceback
-from typing import IO, Any, cast
+from typing import IO, Any, Final, cast
 
 from kcodec.capture import CapturedFrame, CaptureFileError, CaptureIssue
 from kcodec.capture.shard import END, BatchMerge, Closed, Opened, iter_shard
@@ -50,8 +50,8 @@ from kcodec.cli.parallel_sink import MergedOutput
 
 __all__ = ["ParallelRun", "WorkerFailed"]
 
-_BATCH_BYTES = 1 << 20
-_READ_AHEAD = 16  # batches (of at most about _BATCH_BYTES) read ahead per worker
+_BATCH_BYTES: Final = 1 << 20
+_READ_AHEAD: Final = 16  # batches (of at most about _BATCH_BYTES) read ahead per worker
 
 
 class WorkerFailed(Exception):

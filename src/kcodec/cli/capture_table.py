@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import sys
 import textwrap
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Final, Protocol
 
 from kcodec.capture import CaptureIssue
 
@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RowSource", "TableWriter", "clock"]
 
-_STYLES = {"error": "red", "note": "yellow", "dim": "dim", "": "", "red": "red", "yellow": "yellow"}
-_WIDE = 110
+_STYLES: Final = {"error": "red", "note": "yellow", "dim": "dim", "": "", "red": "red", "yellow": "yellow"}
+_WIDE: Final = 110
 
 
 def escape(text: str) -> str:
@@ -31,9 +31,9 @@ def escape(text: str) -> str:
     return escaped
 
 
-_MAX_TS = 253402300800.0  # 10000-01-01: datetime's limit
+_MAX_TS: Final = 253402300800.0  # 10000-01-01: datetime's limit
 _last_second: list[Any] = [-1, ""]  # the last whole second shown and its "HH:MM:SS"
-_MILLIS = tuple(f".{n:03d}" for n in range(1000))  # ".000" ... ".999"
+_MILLIS: Final = tuple(f".{n:03d}" for n in range(1000))  # ".000" ... ".999"
 
 
 def clock(ts: float) -> str:

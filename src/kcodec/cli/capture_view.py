@@ -5,7 +5,7 @@ content, record lines, and the full ``-V`` view (presentation only; the facts co
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 from kcodec.capture import CapturedFrame
 from kcodec.capture.facts import Facts
@@ -26,7 +26,7 @@ __all__ = [
 Part = tuple[str, str]  # (style: "error" | "note" | "" | "dim", text)
 
 # partition values: (attribute, label, shown when -1)
-_SHORT: dict[str, tuple[str, bool]] = {
+_SHORT: Final[dict[str, tuple[str, bool]]] = {
     "leader_id": ("leader ", True),
     "leader_epoch": ("epoch ", True),
     "current_leader_epoch": ("current epoch ", True),
@@ -43,17 +43,17 @@ _SHORT: dict[str, tuple[str, bool]] = {
     "end_offset": ("end ", True),
     "epoch": ("epoch ", True),
 }
-_PREFIXES = {attr: " " + label for attr, (label, _) in _SHORT.items()}  # what precedes the value
-_HIDDEN_WHEN_NEGATIVE = frozenset(attr for attr, (_, keep) in _SHORT.items() if not keep)
-_KEY_LABELS = {
+_PREFIXES: Final = {attr: " " + label for attr, (label, _) in _SHORT.items()}  # what precedes the value
+_HIDDEN_WHEN_NEGATIVE: Final = frozenset(attr for attr, (_, keep) in _SHORT.items() if not keep)
+_KEY_LABELS: Final = {
     "generation_id": "generation",
     "generation_id_or_member_epoch": "generation",
     "client_software_name": "software",
     "allow_auto_topic_creation": "auto-create",
 }
-_SHOWN_ELSEWHERE = ("brokers", "coordinators")  # counts the summary shows as a list of their own
-_MAX_TOPICS = 8
-_MAX_PARTITIONS = 12
+_SHOWN_ELSEWHERE: Final = ("brokers", "coordinators")  # counts the summary shows as a list of their own
+_MAX_TOPICS: Final = 8
+_MAX_PARTITIONS: Final = 12
 
 
 def error_text(code: int) -> str:
