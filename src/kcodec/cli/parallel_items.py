@@ -35,7 +35,7 @@ pickle, 0.7 against 0.4 to unpickle, measured).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 import orjson
 
@@ -67,7 +67,11 @@ __all__ = [
     "to_wire",
 ]
 
-ERR, DIAG, CODES, REQUEST = 1, 2, 4, 8  # a frame's flags: error, diagnostics, error codes, a request
+# a frame's flags: error, diagnostics, error codes, a request
+ERR: Final = 1
+DIAG: Final = 2
+CODES: Final = 4
+REQUEST: Final = 8
 _HEAD, _CONNECTION = b'{"type":"frame","time":', b',"connection":'
 
 
