@@ -149,6 +149,8 @@ class Framer:
 
     __slots__ = (
         "_buf",
+        "_more",
+        "_more_len",
         "_skip",
         "_skipped",
         "_start",
@@ -184,6 +186,10 @@ class Framer:
         # when _buf holds the start of one frame and nothing else to do: the length _buf must reach to
         # hold all of it (0: not known; _cut decides)
         self._want = 0
+        # meanwhile, the frame's later pieces, not yet added to _buf (see _gather), and their length:
+        # a frame that ends where a segment ends is then made of its pieces with one copy
+        self._more: list[bytes] = []
+        self._more_len = 0
         self._skip = 0  # bytes still to drop: the rest of a frame broken by a gap
         self._skipped = 0  # bytes dropped while looking for a frame boundary
         self._why = ""
@@ -222,11 +228,23 @@ class Framer:
             self.latest = timestamp
         want = self._want
         if want:  # the middle of a frame spanning segments: gather it (no skip, no search pending)
+            self._more.append(data)
+            self._more_len += len(data)
             buf = self._buf
-            buf += data
-            if len(buf) < want:
+            have = len(buf) + self._more_len
+            if have < want:
                 return
             self._want = 0
+            if have == want:  # the frame ends with this segment (what _cut would do, with one copy)
+                frame = b"".join([buf, *self._more])
+                self._more.clear()
+                self._more_len = 0
+                buf.clear()
+                start = self._start
+                self._start = start + want
+                self.emit(RawFrame(start, frame, self.latest, want - 4))
+                return
+            self._gather()
             self._cut()
             return
         if self._skip:
@@ -246,6 +264,13 @@ class Framer:
             self._start = offset
         buf += data
         self._cut()
+
+    def _gather(self) -> None:
+        """The pieces held apart while waiting for the rest of a frame, added to ``_buf``."""
+        if self._more:
+            self._buf += b"".join(self._more)
+            self._more.clear()
+            self._more_len = 0
 
     def _whole_frames(self, offset: int, data: bytes) -> bytes:
         """Emit the complete, plausible frames at the start of ``data`` straight from it (no copy
@@ -336,6 +361,7 @@ class Framer:
             length,
         )
         resume = offset + length
+        self._gather()
         buf = self._buf
         if self._skip:
             if length < self._skip:
@@ -389,6 +415,7 @@ class Framer:
 
     def finish(self) -> None:
         """The end of the stream: report a frame it ends inside, or bytes no frame was found in."""
+        self._gather()
         buf = self._buf
         if not self.synced:
             skipped = self._skipped + len(buf)
