@@ -261,8 +261,8 @@ class _Pcap:
         if len(rest) < 20:
             raise CaptureFileError(f"the pcap file header is cut short ({4 + len(rest)} of 24 bytes)")
         _major, _minor, _zone, _sigfigs, snaplen, linktype = struct.unpack(self.order + "HHiIII", rest)
-        self.linktype = linktype & 0x0FFFFFFF  # the upper bits carry FCS flags
-        self.max_len = min(max(snaplen, 262144), MAX_RECORD)
+        self.linktype: int = linktype & 0x0FFFFFFF  # the upper bits carry FCS flags
+        self.max_len: int = min(max(snaplen, 262144), MAX_RECORD)  # (typed, as the record loop's locals)
         self.header = struct.Struct(self.order + "IIII")
         self.frac_max = 1_000_000 if self.unit == 1e-6 else 1_000_000_000
 
@@ -319,28 +319,20 @@ class _Pcap:
             if found is None:
                 return
             r.pos = found
-        max_len: int = self.max_len
-        frac_max: int = self.frac_max
-        jump: float = MAX_TIME_JUMP
-        scale: float = unit
+        max_len, frac_max, jump = self.max_len, self.frac_max, MAX_TIME_JUMP
         unpack = hdr.unpack_from
         while end is None or r.pos < end:
             # fast path: the plausible records wholly in the buffer, read with the position in locals
-            # (``r.pos`` is brought up to date when the loop leaves; nothing else reads it). The
-            # locals are typed so that a compiled build does their arithmetic on machine numbers;
-            # the time of the last record is ``last`` while ``timed`` (``last_ts`` is not None).
+            # (``r.pos`` is set when the loop leaves; nothing else reads it), and typed: a compiled build
+            # compares machine numbers (the last record's time is ``last`` once ``timed``)
             buf, base = r.buf, r.base
-            n: int = len(buf)
-            i: int = r.pos - base
-            stop: int = n if end is None else min(n, end - base)  # (records that start before ``end``)
+            i, n = r.pos - base, len(buf)
+            stop = n if end is None else min(n, end - base)  # (records that start before ``end``)
             timed = last_ts is not None
             last: float = 0.0 if last_ts is None else last_ts
             while i < stop and i + 16 <= n:
-                sec: int
-                frac: int
-                incl: int
-                orig: int
-                sec, frac, incl, orig = unpack(buf, i)
+                header: tuple[int, int, int, int] = unpack(buf, i)
+                sec, frac, incl, orig = header
                 at = i + 16
                 after = at + incl
                 if (
@@ -354,15 +346,14 @@ class _Pcap:
                 index += 1
                 last, timed = float(sec), True
                 if make is not None:
-                    item = make(index, base + i, sec + frac * scale, linktype, buf, at, after, base + at)
+                    item = make(index, base + i, sec + frac * unit, linktype, buf, at, after, base + at)
                     i = after
                     if item is not None:
                         yield item
                     continue
-                yield RawPacket(index, base + i, sec + frac * scale, linktype, buf[at:after], orig, base + at)
+                yield RawPacket(index, base + i, sec + frac * unit, linktype, buf[at:after], orig, base + at)
                 i = after
-            if timed:
-                last_ts = last
+            last_ts = last if timed else last_ts
             r.pos = base + i
             if end is not None and r.pos >= end:
                 break

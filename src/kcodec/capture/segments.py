@@ -427,15 +427,9 @@ def _segment_maker(
     ) -> _T | float | None:
         seen.last_ts = ts
         if linktype == _DLT_EN10MB and stop - start >= _ETH_IPV4_TCP_SIZE:
-            etype: int
-            vihl: int
-            total: int
-            frag: int
-            proto: int
-            ends: bytes
-            off: int
-            flags: int
-            etype, vihl, total, frag, proto, ends, off, flags = probe(buf, start)  # (typed: see packets)
+            # (typed, as in packets: a compiled build compares and adds machine numbers)
+            probed: tuple[int, int, int, int, int, bytes, int, int] = probe(buf, start)
+            etype, vihl, total, frag, proto, ends, off, flags = probed
             if etype == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF and off >= 0x50:
                 n = stop - start
                 end = 14 + total if total >= 20 else n  # total 0: TSO-offloaded capture
