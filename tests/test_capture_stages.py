@@ -101,6 +101,26 @@ def test_bad_timestamp_is_reported() -> None:
     assert "bad timestamp fraction" in damage.message
 
 
+def test_a_whole_second_in_the_fraction_is_the_next_second() -> None:
+    """dpkt's pcap writer (and others) can round microseconds up to 1,000,000: tshark reads such a
+    record; so does kcodec, as the next second, with a diagnostic, losing nothing."""
+    data = bytearray(pcap(_conversation(5).packets))
+    offsets = _record_offsets(bytes(data))
+    whole = offsets[7]
+    sec = struct.unpack_from("<I", data, whole)[0]
+    struct.pack_into("<I", data, whole + 4, 1_000_000)
+    events = list(iter_packets(io.BytesIO(bytes(data))))
+    packets = [e for e in events if isinstance(e, RawPacket)]
+    assert len(packets) == len(offsets)  # every record
+    assert packets[7].timestamp == sec + 1
+    (note,) = _issues(events, "capture-file")
+    assert "timestamp fraction 1000000 (a whole second) read as the next second" in note.message
+    assert note.file_offset == whole
+    struct.pack_into("<I", data, whole + 4, 1_000_001)
+    (damage,) = _issues(list(iter_packets(io.BytesIO(bytes(data)))), "capture-file")
+    assert "bad timestamp fraction 1000001" in damage.message
+
+
 def _record_size(fmt: str, p: RawPacket) -> int:
     return 16 + len(p.data) if fmt == "pcap" else 32 + len(p.data) + (-len(p.data) % 4)
 

@@ -273,7 +273,7 @@ class _Pcap:
             return f"absurd record length {incl}"
         if orig < incl:
             return f"record length {incl} above its original length {orig}"
-        if frac >= self.frac_max:
+        if frac > self.frac_max:  # exactly one second is read as the next second (see packets())
             return f"bad timestamp fraction {frac}"
         if last_ts is not None and abs(sec - last_ts) > MAX_TIME_JUMP:
             return f"bad timestamp {sec} (previous record at {int(last_ts)})"
@@ -400,6 +400,14 @@ class _Pcap:
             last_ts = float(sec)
             index += 1
             r.pos += 16
+            if frac == frac_max:  # some writers (dpkt's among them) round up to a whole second
+                yield _issue(
+                    ts,
+                    f"packet {index}: timestamp fraction {frac} (a whole second) read as the next second",
+                    label,
+                    rec_at,
+                    16,
+                )
             if not r.need(incl):
                 data = r.rest()
                 yield _issue(
