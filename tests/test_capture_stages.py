@@ -425,6 +425,39 @@ def test_port_reuse_starts_a_new_connection() -> None:
     assert not _issues(events)
 
 
+def test_a_stray_syn_inside_a_connection_loses_nothing() -> None:
+    """A payload-less SYN with another sequence number in the middle of an open connection (a stray
+    or corrupt segment): kcodec started a new connection there and lost the rest of the old one's
+    frames; tshark keeps them all. It is an anomaly, reported, and every frame is kept."""
+    conv = _conversation(10)
+    middle = len(conv.packets) // 2
+    t = conv.packets[middle][0]
+    for src, dst in ((C, S), (S, C)):
+        stray = (t, tcp_packet(src, dst, 123456, 0, SYN))
+        packets = [*conv.packets[:middle], stray, *conv.packets[middle:]]
+        events = list(iter_capture(io.BytesIO(pcap(packets))))
+        frames = _frames(events)
+        assert len(frames) == 20 and all(f.ok and f.connection == 1 for f in frames)
+        (anomaly,) = _issues(events, "anomaly")
+        assert "SYN" in anomaly.message and "123456" in anomaly.message and anomaly.connection == 1
+        assert not [i for i in _issues(events) if i.kind != "anomaly"]
+
+
+def test_port_reuse_without_a_captured_close_starts_a_new_connection() -> None:
+    """The first connection's close was not captured: a SYN with another sequence number, answered by
+    the peer's SYN-ACK, opens a new connection on the 4-tuple."""
+    first = _conversation(2)
+    del first.packets[-3:]  # the FINs and their ACKs
+    second = Conversation(C, S, t=first.t + 1, cseq=777777, sseq=5555).open()
+    req, resp = _metadata(9, "again")
+    second.request(req)
+    second.response(resp)
+    events = list(iter_capture(io.BytesIO(pcap(first.packets + second.packets))))
+    frames = _frames(events)
+    assert [f.connection for f in frames] == [1, 1, 1, 1, 2, 2] and all(f.ok for f in frames)
+    assert not _issues(events, "anomaly")
+
+
 def test_decoder_on_the_segments_of_one_connection_as_a_distributed_job_would() -> None:
     convs = [_conversation(3, port=40200 + i) for i in range(3)]
     packets = sorted((p for c in convs for p in c.packets), key=lambda p: p[0])

@@ -33,7 +33,9 @@ Direction = Literal["request", "response"]
 #: skipped to find the next frame boundary; ``retransmits``: duplicate or overlapping segments dropped;
 #: ``not-kafka``: a TCP connection that is not Kafka traffic; ``buffer``: a bound was reached (too many
 #: out-of-order segments, too many unanswered requests) and data was given up on.
-IssueKind = Literal["gap", "truncated", "retransmits", "not-kafka", "resync", "capture-file", "buffer"]
+IssueKind = Literal[
+    "gap", "truncated", "retransmits", "not-kafka", "resync", "capture-file", "buffer", "anomaly"
+]
 
 
 class UnmatchedResponseError(DecodeError):

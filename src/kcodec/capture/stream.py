@@ -6,6 +6,12 @@ The decoder routes each segment to its connection's
 reopens a 4-tuple), numbers connections 1, 2, ... in order of their first segment, and finishes a
 connection a little (``linger`` seconds of capture time) after both sides closed it, so that memory
 is bounded by the connections open at a time, not by the capture's length.
+
+A SYN that would reopen a 4-tuple whose connection is still open (not closed by FIN or RST) is held
+until the stream's own segments tell: the peer's SYN-ACK of it, or the sender's next segment at its
+sequence number + 1, make it a new connection (port reuse after a close that was not captured); data
+that continues the open connection's stream makes it an anomaly (a corrupt or stray SYN), reported
+as such and otherwise ignored, so that the connection's later frames are not lost.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import IO, Final
 from kcodec.capture.connection import DEFAULT_PORTS, ConnectionDecoder
 from kcodec.capture.events import CaptureEvent, CaptureIssue
 from kcodec.capture.framing import MAX_FRAME_SIZE
-from kcodec.capture.segments import TH_FIN, TH_RST, TH_SYN, Segment, iter_segments
+from kcodec.capture.segments import TH_ACK, TH_FIN, TH_RST, TH_SYN, Segment, iter_segments
 
 __all__ = ["SWEEP_EVERY", "CaptureDecoder", "decode_segments", "iter_capture"]
 
@@ -50,6 +56,7 @@ class CaptureDecoder:
         self._closing: dict[str, tuple[float, int]] = {}
         self._seen = 0  # segments of the capture counted so far (see advance)
         self.connections = 0
+        self._held_syn: dict[str, Segment] = {}  # key -> a SYN into an open connection, undecided
 
     def _new(self, key: str) -> ConnectionDecoder:
         conn = ConnectionDecoder(
@@ -79,8 +86,21 @@ class CaptureDecoder:
         key = seg.key
         conn = self.open.get(key)
         out: list[CaptureEvent] = []
+        held = self._held_syn.get(key) if self._held_syn else None
+        if held is not None and conn is not None:
+            verdict = _reopens(held, seg)
+            if verdict is True:  # a new connection on the 4-tuple: it starts with the held SYN
+                del self._held_syn[key]
+                out = self._reopen(key, conn, held)
+                conn = self.open[key]
+            elif verdict is False:
+                del self._held_syn[key]
+                out = [_stray_syn(conn, held)]
         if conn is not None and seg.flags & TH_SYN and conn.is_new_connection(seg):
-            out = conn.finish()
+            if not conn.closed and not seg.payload:
+                self._held_syn[key] = seg  # until the stream's next segments tell (module docstring)
+                return out
+            out = out + conn.finish() if out else conn.finish()
             del self.open[key]
             self._closing.pop(key, None)
             conn = None
@@ -96,6 +116,20 @@ class CaptureDecoder:
         if conn.closed and key not in self._closing:
             self._closing[key] = (seg.timestamp, self._seen)
         return out
+
+    def _reopen(self, key: str, old: ConnectionDecoder, syn: Segment) -> list[CaptureEvent]:
+        """Finish ``old`` and start a new connection on ``key`` with ``syn``: the events of both."""
+        out = old.finish()
+        del self.open[key]
+        self._closing.pop(key, None)
+        conn = self._new(key)
+        return out + conn.feed_segment(syn)
+
+    def _unheld(self, key: str) -> list[CaptureEvent]:
+        """The anomaly of a SYN still held for ``key`` when its connection ends, if any."""
+        held = self._held_syn.pop(key, None) if self._held_syn else None
+        conn = self.open.get(key)
+        return [_stray_syn(conn, held)] if held is not None and conn is not None else []
 
     def skip(self, n: int) -> None:
         """Counts ``n`` segments of the capture routed elsewhere, as :meth:`advance` would, none of
@@ -116,9 +150,10 @@ class CaptureDecoder:
         for key, (when, index) in list(self._closing.items()):
             if now - when >= self.linger:
                 del self._closing[key]
+                stray = self._unheld(key)
                 conn = self.open.pop(key, None)
                 if conn is not None:
-                    out.append((index, conn.number, conn.finish()))
+                    out.append((index, conn.number, stray + conn.finish()))
         return out
 
     def finish(self) -> list[CaptureEvent]:
@@ -127,10 +162,43 @@ class CaptureDecoder:
 
     def finish_each(self) -> list[tuple[int, list[CaptureEvent]]]:
         """:meth:`finish`, as ``(connection number, its last events)`` in order of number."""
-        out = [(conn.number, conn.finish()) for conn in sorted(self.open.values(), key=lambda c: c.number)]
+        out = [
+            (conn.number, self._unheld(key) + conn.finish())
+            for key, conn in sorted(self.open.items(), key=lambda kc: kc[1].number)
+        ]
         self.open.clear()
         self._closing.clear()
         return out
+
+
+_M32: Final = 0xFFFFFFFF
+
+
+def _reopens(syn: Segment, seg: Segment) -> bool | None:
+    """Whether the segment after a held SYN shows it opened a new connection (True), showed it to be
+    stray (False: data continuing the open stream), or neither yet (None)."""
+    after = (syn.seq + 1) & _M32
+    if seg.src == syn.dst and seg.flags & TH_SYN and seg.flags & TH_ACK and seg.ack == after:
+        return True  # the peer's SYN-ACK of it
+    if seg.src == syn.src and seg.seq == after:
+        return True  # the sender goes on from it
+    if seg.payload or seg.flags & (TH_FIN | TH_RST):
+        return False
+    return None
+
+
+def _stray_syn(conn: ConnectionDecoder, syn: Segment) -> CaptureIssue:
+    side = "request" if syn.src == conn.client else "response" if syn.src == conn.server else None
+    return CaptureIssue(
+        syn.timestamp,
+        "anomaly",
+        f"a SYN from {syn.src} (sequence number {syn.seq}) inside the open connection, whose stream then "
+        "went on: ignored (a stray or corrupt segment, not a new connection)",
+        conn.number,
+        conn.client,
+        conn.server,
+        side,  # type: ignore[arg-type]
+    )
 
 
 def decode_segments(
