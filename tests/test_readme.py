@@ -74,9 +74,11 @@ def marked(kind: str) -> list[Block]:
 def user_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The environment of a user's shell: ``kcodec`` and ``python`` are this run's interpreter."""
     bin_dir = tmp_path_factory.mktemp("bin")
-    (bin_dir / "kcodec").write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m kcodec.cli "$@"\n')
-    (bin_dir / "kcodec").chmod(0o755)
-    (bin_dir / "python").symlink_to(sys.executable)
+    # scripts, not symlinks: a link to a venv's python outside the venv would not find the venv
+    python = shlex.quote(sys.executable)
+    for name, command in (("kcodec", f"{python} -m kcodec.cli"), ("python", python)):
+        (bin_dir / name).write_text(f'#!/bin/sh\nexec {command} "$@"\n')
+        (bin_dir / name).chmod(0o755)
     env = dict(os.environ)
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     env["COLUMNS"] = "160"
