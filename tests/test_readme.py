@@ -117,6 +117,30 @@ def test_the_readme_is_for_users() -> None:
         assert (ROOT / link).is_file(), f"the README links to {link}, which does not exist"
 
 
+DOCUMENTS = [README, ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md", ROOT / "benchmarks" / "README.md"]
+
+
+def _anchor(heading: str) -> str:
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+@pytest.mark.parametrize(
+    "document",
+    [*DOCUMENTS, *sorted((ROOT / "docs").glob("*.md"))],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_links_between_the_documents_resolve(document: Path) -> None:
+    for target, anchor in re.findall(r"\]\(([\w./-]+\.md)(?:#([\w-]+))?\)", document.read_text()):
+        path = (document.parent / target).resolve()
+        assert path.is_file(), f"{document.name} links to {target}, which does not exist"
+        if anchor:
+            headings = re.findall(r"^#+ (.+)$", path.read_text(), re.M)
+            assert anchor in {_anchor(h) for h in headings}, (
+                f"{document.name}: no heading #{anchor} in {target}"
+            )
+
+
 def test_setup_commands(user_env: dict[str, str]) -> None:
     (block,) = marked("setup")
     first, second = block.text.strip().splitlines()
