@@ -334,7 +334,19 @@ class TransactionCoordinator:
         if batch.is_transactional:
             p.txns.begin(batch.producer_id, base_offset)
 
-    # --- transaction timeouts -----------------------------------------------------------------------
+    # --- transaction timeouts and expiry -------------------------------------------------------------
+
+    def expire(self, tid: str) -> bool:
+        """Forget a transactional id as Kafka does once it has been idle for
+        ``transactional.id.expiration.ms`` (only without an open transaction). Its producer's next
+        request gets INVALID_PRODUCER_ID_MAPPING, and KIP-360 lets it recover with InitProducerId.
+        Returns whether it was forgotten."""
+        meta = self.txns.get(tid)
+        if meta is None or meta.state is TxnState.ONGOING or meta.state in PREPARING:
+            return False
+        del self.txns[tid]
+        self.cluster.transactional_ids.pop(tid, None)
+        return True
 
     def abort_timed_out(self, now: int | None = None) -> list[str]:
         """abortTimedOutTransactions: an Ongoing transaction older than its timeout is aborted with the
