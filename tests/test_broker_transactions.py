@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from kcodec.broker import MockCluster
+from kcodec.records import NewRecord
 
 pytestmark = pytest.mark.interop
 
@@ -318,3 +319,65 @@ def test_kafka_python_transactional_producer_and_read_committed_consumer(cluster
     finally:
         consumer.close()
     assert sorted(got) == sorted(expected)
+
+
+KP_COPY = 600
+
+
+def test_kafka_python_transactional_copy_with_an_abort(cluster3: MockCluster) -> None:
+    """kafka-python consumes in a group and copies in transactions (send_offsets_to_transaction with
+    the consumer's group metadata); one transaction is aborted and re-consumed from the committed
+    offsets. Under read_committed the copy has every message once."""
+    kafka = pytest.importorskip("kafka", reason="kafka-python is not installed")
+    if not hasattr(kafka.KafkaProducer, "send_offsets_to_transaction"):
+        pytest.skip("this kafka-python has no transactions")
+    from kafka.structs import OffsetAndMetadata
+
+    c = cluster3
+    c.create_topic("kin", 2)
+    c.create_topic("kout", 2)
+    for i in range(KP_COPY):
+        c.append("kin", i % 2, [NewRecord(b"k-%04d" % i)])
+    consumer = kafka.KafkaConsumer(
+        "kin",
+        bootstrap_servers=c.bootstrap,
+        group_id="kp-copy",
+        isolation_level="read_committed",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        max_poll_records=100,
+    )
+    producer = kafka.KafkaProducer(bootstrap_servers=c.bootstrap, transactional_id="kp-copier")
+    producer.init_transactions()
+    committed = aborted = transactions = 0
+    deadline = time.monotonic() + SAFETY_S
+    try:
+        while committed < KP_COPY and time.monotonic() < deadline:
+            batch = [r for records in consumer.poll(timeout_ms=500).values() for r in records]
+            if not batch:
+                continue
+            transactions += 1
+            producer.begin_transaction()
+            ends: dict[Any, int] = {}
+            for r in batch:
+                producer.send("kout", value=r.value, partition=r.partition)
+                ends[kafka.TopicPartition("kin", r.partition)] = r.offset + 1
+            offsets = {tp: OffsetAndMetadata(end, "", -1) for tp, end in ends.items()}
+            producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
+            if transactions == 2:
+                producer.flush()
+                producer.abort_transaction()
+                aborted += len(batch)
+                for tp in consumer.assignment():
+                    done = consumer.committed(tp)
+                    consumer.seek(tp, done if done is not None else 0)
+                continue
+            producer.commit_transaction()
+            committed += len(batch)
+    finally:
+        producer.close(5)
+        consumer.close()
+    assert committed == KP_COPY and aborted > 0
+    copied = read_to_end(c.bootstrap, "kout", 2, "read_committed")
+    assert sorted(m.value() for m in copied) == [b"k-%04d" % i for i in range(KP_COPY)]
+    assert len(read_to_end(c.bootstrap, "kout", 2, "read_uncommitted")) == KP_COPY + aborted
