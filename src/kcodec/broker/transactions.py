@@ -117,16 +117,13 @@ class TransactionCoordinator:
         while the retry with the old (producer id, epoch) is fenced, since the fence cleared the last
         epoch."""
         ids, meta = self._ids(tid), self.txns.get(tid)
-        if ids is None or meta is None:
-            return None
+        if ids is None or meta is None or meta.state not in (TxnState.ONGOING, *PREPARING):
+            return None  # no transaction in the way: kcodec.fencing's epoch rules decide
         if producer_id != NO_PRODUCER_ID and not _valid_producer_id(producer_id, epoch, ids):
             return ErrorCode.PRODUCER_FENCED
-        if meta.state in PREPARING:
-            return ErrorCode.CONCURRENT_TRANSACTIONS
         if meta.state is TxnState.ONGOING:
             self._fence_and_abort(tid, meta, ids)
-            return ErrorCode.CONCURRENT_TRANSACTIONS
-        return None
+        return ErrorCode.CONCURRENT_TRANSACTIONS
 
     def after_init_producer_id(self, tid: str, timeout_ms: int) -> None:
         """InitProducerId handed out a producer id and epoch: the transactional id has no transaction."""

@@ -25,6 +25,7 @@ class PartitionTxns:
 
     ongoing: dict[int, int] = field(default_factory=dict)  # producer id -> first offset of its open txn
     aborted: list[AbortedTxn] = field(default_factory=list)  # in marker (last offset) order
+    _lasts: list[int] = field(default_factory=list)  # the aborted transactions' marker offsets
 
     def first_unstable_offset(self) -> int | None:
         """The first offset of the oldest transaction still open here (None: none is)."""
@@ -47,12 +48,13 @@ class PartitionTxns:
         first = self.ongoing.pop(producer_id, None)
         if first is not None and aborted:
             self.aborted.append(AbortedTxn(producer_id, first, marker_offset))
+            self._lasts.append(marker_offset)
         return first
 
     def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
         """The aborted transactions a Fetch of offsets [start, end) must list: those whose marker is at
         or after ``start`` and whose first offset is before ``end`` (Kafka's collectAbortedTxns)."""
-        i = bisect.bisect_left([a.last_offset for a in self.aborted], start)
+        i = bisect.bisect_left(self._lasts, start)
         return [a for a in self.aborted[i:] if a.first_offset < end]
 
     def truncate(self, end_offset: int) -> None:
@@ -60,10 +62,14 @@ class PartitionTxns:
         so are aborted transactions whose marker was cut off. (Kafka rebuilds its producer state from the
         log and would see such a transaction open again, with no coordinator left to end it: a hanging
         transaction. The mock drops it instead, so the LSO does not stall.)"""
-        self.aborted = [a for a in self.aborted if a.last_offset < end_offset]
+        self._drop(bisect.bisect_left(self._lasts, end_offset), len(self._lasts))
         self.ongoing = {pid: first for pid, first in self.ongoing.items() if first < end_offset}
 
     def forget_before(self, log_start_offset: int) -> None:
         """Drop aborted transactions wholly before the log start (their batches are gone)."""
-        if self.aborted and self.aborted[0].last_offset < log_start_offset:
-            self.aborted = [a for a in self.aborted if a.last_offset >= log_start_offset]
+        self._drop(0, bisect.bisect_left(self._lasts, log_start_offset))
+
+    def _drop(self, cut_from: int, cut_to: int) -> None:
+        """Remove the aborted transactions at positions [cut_from, cut_to)."""
+        del self.aborted[cut_from:cut_to]
+        del self._lasts[cut_from:cut_to]
