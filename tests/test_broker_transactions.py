@@ -161,6 +161,30 @@ def test_librdkafka_recovers_from_an_abortable_error_with_an_epoch_bump(cluster3
     ]
 
 
+def test_an_open_transaction_holds_back_later_commits_until_it_ends(cluster3: MockCluster) -> None:
+    # The LSO is the first offset of the oldest open transaction: another producer's committed records
+    # after it stay invisible to read_committed until it ends; its abort then shows up in the aborted list.
+    c = cluster3
+    c.create_topic("ilv", 1)
+    slow = transactional_producer(c.bootstrap, "slow-tx")
+    fast = transactional_producer(c.bootstrap, "fast-tx")
+    slow.begin_transaction()
+    for i in range(5):
+        slow.produce("ilv", value=b"slow-%d" % i)
+    assert slow.flush(30) == 0
+    fast.begin_transaction()
+    for i in range(5):
+        fast.produce("ilv", value=b"fast-%d" % i)
+    fast.commit_transaction(30)
+    assert c.call(lambda: c.state.partition("ilv", 0).txns.last_stable_offset(11, 0)) == 0
+    assert read_to_end(c.bootstrap, "ilv", 1, "read_committed") == []
+    assert len(read_to_end(c.bootstrap, "ilv", 1, "read_uncommitted")) == 10
+    slow.abort_transaction(30)
+    assert [m.value() for m in read_to_end(c.bootstrap, "ilv", 1, "read_committed")] == [
+        b"fast-%d" % i for i in range(5)
+    ]
+
+
 COPY_MESSAGES = 10_000
 COPY_PARTITIONS = 3
 ABORT_EVERY = 4  # every 4th transaction is aborted by the application after its records are written
