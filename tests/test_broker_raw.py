@@ -102,6 +102,8 @@ def sample(key: int, v: int, c: MockCluster, tag: str) -> Any:
         25: lambda: tq.add_offsets_to_txn(f"tx-{tag}", group),
         26: lambda: tq.end_txn(f"tx-{tag}", commit=True),
         28: lambda: tq.txn_offset_commit(f"tx-{tag}", group, "t"),
+        65: lambda: rq.cls("DescribeTransactionsRequest")(transactional_ids=[f"tx-{tag}"]),
+        66: lambda: rq.cls("ListTransactionsRequest")(state_filters=["Ongoing"], producer_id_filters=[]),
     }
     return samples[key]()
 

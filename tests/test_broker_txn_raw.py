@@ -428,3 +428,45 @@ def test_txn_offset_commit_is_held_until_the_transaction_commits(cluster: MockCl
         assert commit_offset(9) == 0
         assert p.end(commit=False) == 0
         assert offset_fetch(conn, "grp", "o", require_stable=True) == (7, 0)  # the aborted 9 is dropped
+
+
+def test_describe_and_list_transactions(cluster: MockCluster) -> None:
+    cluster.create_topic("d", 2)
+    with conn_to(cluster) as conn:
+        p = Raw(cluster, conn, "tx-d")
+        p.init()
+        p.add("d", 1, 0)
+        conn.request(tq.add_offsets_to_txn(p.tid, "my-group", p.pid, p.epoch), 3)
+        req = rq.cls("DescribeTransactionsRequest")(transactional_ids=["tx-d", "nobody"])
+        found, missing = conn.request(req, 0).body.transaction_states
+        assert (found.error_code, found.transaction_state, found.producer_id, found.producer_epoch) == (
+            0,
+            "Ongoing",
+            p.pid,
+            0,
+        )
+        assert found.transaction_timeout_ms == 60000 and found.transaction_start_time_ms > 0
+        assert {t.topic: list(t.partitions) for t in found.topics} == {
+            "__consumer_offsets": [12],
+            "d": [0, 1],
+        }
+        assert missing.error_code == E.TRANSACTIONAL_ID_NOT_FOUND
+
+        def listed(states: list[str], pids: list[int], v: int = 1, duration: int = -1) -> Any:
+            req = rq.cls("ListTransactionsRequest")(state_filters=states, producer_id_filters=pids)
+            if v >= 1:
+                req.duration_filter = duration
+            return conn.request(req, v).body
+
+        every = listed([], [])
+        assert [(t.transactional_id, t.transaction_state) for t in every.transaction_states] == [
+            ("tx-d", "Ongoing")
+        ]
+        assert listed(["CompleteCommit"], []).transaction_states == []
+        assert listed([], [p.pid + 1]).transaction_states == []
+        assert listed(["Ongoing", "Bogus"], [], v=0).unknown_state_filters == ["Bogus"]
+        assert listed([], [], duration=3_600_000).transaction_states == []  # not open that long
+        assert p.end(commit=True) == 0
+        assert [t.transaction_state for t in listed(["CompleteCommit"], []).transaction_states] == [
+            "CompleteCommit"
+        ]

@@ -27,7 +27,9 @@ from kcodec.broker.handlers.topics import handle_create_topics, handle_delete_to
 from kcodec.broker.handlers.transactions import (
     handle_add_offsets_to_txn,
     handle_add_partitions_to_txn,
+    handle_describe_transactions,
     handle_end_txn,
+    handle_list_transactions,
     handle_txn_offset_commit,
 )
 from kcodec.registry import api
@@ -64,6 +66,8 @@ ROUTES: dict[int, Route] = {
     25: Route(handle_add_offsets_to_txn, 0, 4),
     26: Route(handle_end_txn, 0, 4),
     28: Route(handle_txn_offset_commit, 0, 4),
+    65: Route(handle_describe_transactions, 0, 0),
+    66: Route(handle_list_transactions, 0, 1),
 }
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from kcodec.broker.groups import CommittedOffset
 from kcodec.broker.handlers.common import RequestContext, cls
 from kcodec.broker.handlers.groups import not_coordinator
-from kcodec.broker.transactions import OFFSETS_TOPIC, TopicPartition, offsets_partition_for
+from kcodec.broker.transactions import OFFSETS_TOPIC, TopicPartition, TxnState, now_ms, offsets_partition_for
 from kcodec.error_codes import ErrorCode
 from kcodec.sentinels import NO_LEADER_EPOCH
 
@@ -185,3 +185,68 @@ def _txn_offset_response(req: Any, errors: dict[TopicPartition, ErrorCode]) -> A
         ]
         topics.append(resp.TxnOffsetCommitResponseTopic(name=t.name, partitions=parts))
     return resp(topics=topics)
+
+
+# --- DescribeTransactions, ListTransactions (KIP-664) ---------------------------------------------------
+
+
+async def handle_describe_transactions(ctx: RequestContext, req: Any) -> Any:
+    """Each transactional id's state, from its coordinator (TransactionCoordinator.handleDescribeTransactions:
+    NOT_COORDINATOR elsewhere, TRANSACTIONAL_ID_NOT_FOUND for an unknown id)."""
+    resp = cls("DescribeTransactionsResponse")
+    coordinator = ctx.cluster.transactions
+    states = []
+    for tid in req.transactional_ids:
+        out = resp.TransactionState(
+            transactional_id=tid,
+            transaction_state="",
+            transaction_timeout_ms=0,
+            transaction_start_time_ms=-1,
+            producer_id=-1,
+            producer_epoch=-1,
+            topics=[],
+        )
+        error = _coordinator_error(ctx, tid)
+        meta, ids = coordinator.txns.get(tid), ctx.cluster.transactional_ids.get(tid)
+        if error is ErrorCode.NONE and (meta is None or ids is None):
+            error = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+        out.error_code = error
+        if error is ErrorCode.NONE and meta is not None and ids is not None:
+            out.transaction_state, out.transaction_timeout_ms = str(meta.state), meta.timeout_ms
+            out.transaction_start_time_ms = meta.start_ms
+            out.producer_id, out.producer_epoch = ids.producer_id, ids.producer_epoch
+            by_topic: dict[str, list[int]] = {}
+            for topic, index in sorted(meta.partitions):
+                by_topic.setdefault(topic, []).append(index)
+            out.topics = [resp.TopicData(topic=t, partitions=parts) for t, parts in by_topic.items()]
+        states.append(out)
+    return resp(transaction_states=states)
+
+
+async def handle_list_transactions(ctx: RequestContext, req: Any) -> Any:
+    """The transactions this broker coordinates, filtered by state, producer id and (v1+) duration
+    (TransactionStateManager.listTransactionStates)."""
+    resp = cls("ListTransactionsResponse")
+    known = {str(s) for s in TxnState}
+    wanted_states = set(req.state_filters)
+    wanted_pids = set(req.producer_id_filters)
+    min_duration = req.duration_filter if ctx.version >= 1 else -1
+    now = now_ms()
+    states = []
+    for tid, meta in sorted(ctx.cluster.transactions.txns.items()):
+        ids = ctx.cluster.transactional_ids.get(tid)
+        if ids is None or not_coordinator(ctx, tid):
+            continue
+        if (wanted_pids and ids.producer_id not in wanted_pids) or (
+            wanted_states and str(meta.state) not in wanted_states
+        ):
+            continue
+        if min_duration >= 0 and now - meta.start_ms <= min_duration:
+            continue
+        states.append(
+            resp.TransactionState(
+                transactional_id=tid, producer_id=ids.producer_id, transaction_state=str(meta.state)
+            )
+        )
+    unknown = sorted(wanted_states - known)
+    return resp(error_code=ErrorCode.NONE, unknown_state_filters=unknown, transaction_states=states)
