@@ -269,20 +269,21 @@ def test_transactional_copy_of_10000_messages_with_aborts_loses_and_duplicates_n
         consumer.close()
     print("transactional copy:", n)
     assert n["committed"] == COPY_MESSAGES
-    # the forgotten id fails the next transaction (INVALID_PRODUCER_ID_MAPPING); librdkafka may report it
-    # once more for a request of that transaction still on its way, each time recovered by an abort
+    # The forgotten id fails the next transaction with INVALID_PRODUCER_ID_MAPPING. When AddOffsetsToTxn
+    # reports it before any partition is registered, librdkafka aborts without EndTxn and without a new
+    # epoch, so the transaction after it fails once more (AddPartitionsToTxn), and that abort bumps.
     assert n["aborted_by_app"] >= 3 and n["aborted_written"] > 0 and n["recovered"] >= 1
 
     copied = read_to_end(c.bootstrap, "dst", COPY_PARTITIONS, "read_committed")
     values = [m.value() for m in copied]
-    assert len(values) == COPY_MESSAGES and set(values) == {b"m-%05d" % i for i in range(COPY_MESSAGES)}
+    assert len(values) == COPY_MESSAGES, (len(values), n)
+    assert set(values) == {b"m-%05d" % i for i in range(COPY_MESSAGES)}
     for part in range(COPY_PARTITIONS):  # each partition in the source's order
         seq = [int(m.value()[2:]) for m in copied if m.partition() == part]
         assert seq == sorted(seq) == list(range(part, COPY_MESSAGES, COPY_PARTITIONS))
     # read_uncommitted also sees the records of the aborted transactions (never the markers)
-    assert len(read_to_end(c.bootstrap, "dst", COPY_PARTITIONS, "read_uncommitted")) == (
-        COPY_MESSAGES + n["aborted_written"]
-    )
+    uncommitted = len(read_to_end(c.bootstrap, "dst", COPY_PARTITIONS, "read_uncommitted"))
+    assert uncommitted == COPY_MESSAGES + n["aborted_written"], (uncommitted, n)
     # the group's offsets were committed in the transactions: the whole source
     g = c.call(lambda: c.state.groups.groups["copy-group"].offsets)
     assert {k: v.offset for k, v in g.items()} == {
