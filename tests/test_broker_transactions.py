@@ -21,7 +21,8 @@ pytestmark = pytest.mark.interop
 # --- real clients: librdkafka (confluent-kafka) ------------------------------------------------------------
 
 QUIET = {"log_level": 0}
-SAFETY_S = 120.0  # a safety net only: every loop below ends on a count or on end-of-partition events
+SAFETY_S = 300.0  # a safety net only: every loop below ends on a count or on end-of-partition events
+API_S = 120  # librdkafka API timeouts, safety nets too (the machine may be loaded)
 
 
 def _ck() -> Any:
@@ -64,7 +65,7 @@ def read_to_end(bootstrap: str, topic: str, partitions: int, isolation: str) -> 
 
 def transactional_producer(bootstrap: str, tid: str, **conf: Any) -> Any:
     p = _ck().Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, **QUIET, **conf})
-    p.init_transactions(30)
+    p.init_transactions(API_S)
     return p
 
 
@@ -81,16 +82,16 @@ def test_librdkafka_commit_abort_and_both_isolation_levels(cluster3: MockCluster
     p.begin_transaction()
     for i in range(30):
         p.produce("rt", key=b"k", value=b"c1-%d" % i, partition=i % 3)
-    p.commit_transaction(30)
+    p.commit_transaction(API_S)
     p.begin_transaction()
     for i in range(20):
         p.produce("rt", key=b"k", value=b"a-%d" % i, partition=i % 3)
-    assert p.flush(30) == 0  # written, then aborted (an abort purges what is still queued)
-    p.abort_transaction(30)
+    assert p.flush(API_S) == 0  # written, then aborted (an abort purges what is still queued)
+    p.abort_transaction(API_S)
     p.begin_transaction()
     for i in range(10):
         p.produce("rt", key=b"k", value=b"c2-%d" % i, partition=i % 3)
-    p.commit_transaction(30)
+    p.commit_transaction(API_S)
 
     committed = read_to_end(c.bootstrap, "rt", 3, "read_committed")
     assert sorted(m.value() for m in committed) == sorted(
@@ -112,14 +113,14 @@ def test_librdkafka_zombie_is_fenced_and_its_transaction_aborted(cluster3: MockC
     old = transactional_producer(c.bootstrap, "zombie-tx")
     old.begin_transaction()
     old.produce("zt", value=b"from-the-zombie")
-    assert old.flush(30) == 0
+    assert old.flush(API_S) == 0
     new = transactional_producer(c.bootstrap, "zombie-tx")  # aborts the open transaction, fences `old`
     with pytest.raises(ck.KafkaException) as failed:
-        old.commit_transaction(30)
+        old.commit_transaction(API_S)
     assert failed.value.args[0].fatal() and failed.value.args[0].code() == ck.KafkaError._FENCED
     new.begin_transaction()
     new.produce("zt", value=b"from-the-new-instance")
-    new.commit_transaction(30)
+    new.commit_transaction(API_S)
     assert [m.value() for m in read_to_end(c.bootstrap, "zt", 1, "read_committed")] == [
         b"from-the-new-instance"
     ]
@@ -136,21 +137,21 @@ def test_librdkafka_recovers_from_an_abortable_error_with_an_epoch_bump(cluster3
     p = transactional_producer(c.bootstrap, "kip360-tx")
     p.begin_transaction()
     p.produce("kt", value=b"first", partition=0)
-    p.commit_transaction(30)
+    p.commit_transaction(API_S)
     first_pid = c.call(lambda: c.state.transactional_ids["kip360-tx"].producer_id)
     assert c.call(lambda: c.state.transactions.expire("kip360-tx"))
     p.begin_transaction()
     p.produce("kt", value=b"lost", partition=1)
-    p.flush(30)
+    p.flush(API_S)
     with pytest.raises(ck.KafkaException) as failed:
-        p.commit_transaction(30)
+        p.commit_transaction(API_S)
     error = failed.value.args[0]
     assert error.txn_requires_abort() and not error.fatal()
     assert error.code() == ck.KafkaError.INVALID_PRODUCER_ID_MAPPING
-    p.abort_transaction(30)
+    p.abort_transaction(API_S)
     p.begin_transaction()
     p.produce("kt", value=b"after-the-bump", partition=1)
-    p.commit_transaction(30)
+    p.commit_transaction(API_S)
     state = c.call(lambda: c.state.transactional_ids["kip360-tx"])
     assert (
         state.producer_id != first_pid and state.producer_epoch == 0
@@ -171,15 +172,15 @@ def test_an_open_transaction_holds_back_later_commits_until_it_ends(cluster3: Mo
     slow.begin_transaction()
     for i in range(5):
         slow.produce("ilv", value=b"slow-%d" % i)
-    assert slow.flush(30) == 0
+    assert slow.flush(API_S) == 0
     fast.begin_transaction()
     for i in range(5):
         fast.produce("ilv", value=b"fast-%d" % i)
-    fast.commit_transaction(30)
+    fast.commit_transaction(API_S)
     assert c.call(lambda: c.state.partition("ilv", 0).txns.last_stable_offset(11, 0)) == 0
     assert read_to_end(c.bootstrap, "ilv", 1, "read_committed") == []
     assert len(read_to_end(c.bootstrap, "ilv", 1, "read_uncommitted")) == 10
-    slow.abort_transaction(30)
+    slow.abort_transaction(API_S)
     assert [m.value() for m in read_to_end(c.bootstrap, "ilv", 1, "read_committed")] == [
         b"fast-%d" % i for i in range(5)
     ]
@@ -194,7 +195,7 @@ EXPIRE_AFTER = 6  # after the 6th transaction the coordinator forgets the id: KI
 def _rewind(consumer: Any) -> None:
     """Back to the group's committed offsets (the start when none), as after an aborted transaction."""
     ck = _ck()
-    for tp in consumer.committed(consumer.assignment(), timeout=30):
+    for tp in consumer.committed(consumer.assignment(), timeout=API_S):
         consumer.seek(
             ck.TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else ck.OFFSET_BEGINNING)
         )
@@ -218,20 +219,20 @@ def _copy(c: MockCluster, consumer: Any, producer: Any) -> dict[str, int]:
                 producer.produce("dst", key=m.key(), value=m.value(), partition=m.partition())
                 ends[m.partition()] = m.offset() + 1
             offsets = [ck.TopicPartition("src", part, end) for part, end in sorted(ends.items())]
-            producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 30)
+            producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), API_S)
             if n["transactions"] % ABORT_EVERY == 0:
-                assert producer.flush(30) == 0
-                producer.abort_transaction(30)
+                assert producer.flush(API_S) == 0
+                producer.abort_transaction(API_S)
                 n["aborted_by_app"] += 1
                 n["aborted_written"] += len(msgs)
                 _rewind(consumer)
                 continue
-            producer.commit_transaction(30)
+            producer.commit_transaction(API_S)
             n["committed"] += len(msgs)
         except ck.KafkaException as e:
             if not e.args[0].txn_requires_abort():
                 raise
-            producer.abort_transaction(30)  # KIP-360: librdkafka bumps the epoch as it aborts
+            producer.abort_transaction(API_S)  # KIP-360: librdkafka bumps the epoch as it aborts
             n["recovered"] += 1
             _rewind(consumer)
             continue
@@ -250,7 +251,7 @@ def test_transactional_copy_of_10000_messages_with_aborts_loses_and_duplicates_n
     source = ck.Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 20, **QUIET})
     for i in range(COPY_MESSAGES):
         source.produce("src", key=b"%d" % (i % 97), value=b"m-%05d" % i, partition=i % COPY_PARTITIONS)
-    assert source.flush(60) == 0
+    assert source.flush(API_S) == 0
     consumer = ck.Consumer(
         {
             "bootstrap.servers": c.bootstrap,
