@@ -421,3 +421,20 @@ def test_stashed_records_read_back_equal_the_scan_and_weigh_the_same(tmp_path: P
         assert counting.reads[0] == 1 < len(picked)  # the sample's stash is small: one request
         issues = [value for _, value in want if isinstance(value, str)]
         assert bool(issues) == (path == damaged)  # the cut file's issue travels as a record too
+
+
+def test_error_entries_and_responses_are_counted_apart() -> None:
+    """A Fetch response with FENCED_LEADER_EPOCH on two partitions of one topic is two entries but one
+    response for that topic; the top-level error (topic None) is a key of its own."""
+    rows = _rows(1, random.Random(3))
+    base = {**rows[0], "api_name": "Fetch", "direction": "response"}
+    fenced = {"topic": "t", "error_code": 74, "error_name": "FENCED_LEADER_EPOCH"}
+    top = {"topic": None, "partition": None, "error_code": 74, "error_name": "FENCED_LEADER_EPOCH"}
+    frames = [
+        {**base, "errors": [top, {**fenced, "partition": 0}, {**fenced, "partition": 1}]},
+        {**base, "time": base["time"] + 1, "errors": [{**fenced, "partition": 0}]},
+    ]
+    tables = aggregate_tables(_fold(frames), 1, 1000)
+    rows_by_topic = {r["topic"]: r for r in tables["errors"] if r["api_name"] == "Fetch"}
+    assert (rows_by_topic["t"]["count"], rows_by_topic["t"]["responses"]) == (3, 2)
+    assert (rows_by_topic[None]["count"], rows_by_topic[None]["responses"]) == (1, 1)

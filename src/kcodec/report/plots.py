@@ -154,7 +154,7 @@ def error_counts(tables: Mapping[str, Rows]) -> str:
         ax.barh(ys, [n for _, n in ranked], color="#d62728")
         ax.set_yticks(ys, [name for name, _ in ranked])
         ax.invert_yaxis()
-        ax.set_xlabel("responses with the error")
+        ax.set_xlabel("error entries (top level, per topic and per partition)")
         ax.grid(alpha=0.3, axis="x")
 
     return _svg("errors", draw, height=max(2.5, 0.3 * len(ranked) + 1.2))
