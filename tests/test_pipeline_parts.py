@@ -438,3 +438,30 @@ def test_error_entries_and_responses_are_counted_apart() -> None:
     rows_by_topic = {r["topic"]: r for r in tables["errors"] if r["api_name"] == "Fetch"}
     assert (rows_by_topic["t"]["count"], rows_by_topic["t"]["responses"]) == (3, 2)
     assert (rows_by_topic[None]["count"], rows_by_topic[None]["responses"]) == (1, 1)
+
+
+def test_a_relative_output_is_made_absolute_on_the_driver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Executors resolve a relative path against their own working directory: the driver resolves it."""
+    from kcodec.pipeline.outputs import Output
+
+    monkeypatch.chdir(tmp_path)
+    assert Output.resolve("out/").root == str(tmp_path / "out")
+    assert Output.resolve(f"file:{tmp_path}/x").root == str(tmp_path / "x")
+    assert Output.resolve("hdfs://nn:8020/data/out/").root == "hdfs://nn:8020/data/out"
+
+
+def test_a_table_with_fewer_rows_than_the_job_counted_is_an_error(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from kcodec.pipeline.outputs import Output, OutputCheckError
+
+    out = Output.resolve(str(tmp_path / "out"))
+    with pytest.raises(OutputCheckError, match=r"frames table .* has 0 rows, but the job counted 3"):
+        out.check_rows("frames", 3)
+    out.write_file(pa.table({"x": [1, 2]}), "frames", "date=2026-01-01", "api=Fetch", "part-0.parquet")
+    out.write_file(pa.table({"x": [3]}), "frames", "date=2026-01-01", "api=Produce", "part-0.parquet")
+    out.check_rows("frames", 3)
+    with pytest.raises(OutputCheckError):
+        out.check_rows("frames", 4)

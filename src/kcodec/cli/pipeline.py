@@ -51,7 +51,7 @@ def pipeline_command(
     files are listed in the diagnostics table; the others are decoded.
     """
     try:
-        from kcodec.pipeline import JavaNotFoundError, PipelineInputError, run_pipeline
+        from kcodec.pipeline import JavaNotFoundError, OutputCheckError, PipelineInputError, run_pipeline
     except ImportError as e:
         raise click.ClickException(f"the pipeline needs PySpark: pip install 'kcodec[spark]' ({e})") from None
     from pyspark.errors import PySparkException
@@ -70,7 +70,7 @@ def pipeline_command(
         )
     except PipelineInputError as e:
         raise click.UsageError(str(e)) from None
-    except JavaNotFoundError as e:
+    except (JavaNotFoundError, OutputCheckError) as e:
         raise click.ClickException(str(e)) from None
     except (PySparkException, OSError) as e:
         raise click.ClickException(f"Spark: {_one_line(e)}") from None

@@ -35,12 +35,14 @@ from dataclasses import dataclass
 from kcodec.pipeline.inputs import DEFAULT_SPLIT_SIZE, PipelineInputError, check_local_inputs
 from kcodec.pipeline.java import JavaNotFoundError
 from kcodec.pipeline.job import TABLES, PipelineResult, run_job
+from kcodec.pipeline.outputs import OutputCheckError
 from kcodec.pipeline.summary import summary_lines
 
 __all__ = [
     "DEFAULT_SPLIT_SIZE",
     "TABLES",
     "JavaNotFoundError",
+    "OutputCheckError",
     "PipelineInputError",
     "PipelineResult",
     "PipelineRun",

@@ -201,7 +201,7 @@ def run_job(
         partitions or default_partitions(input_bytes, parallelism),
     )
     tracker = ProgressTracker(spark.sparkContext, files)
-    out = Output(output.rstrip("/"))
+    out = Output.resolve(output)
     run = uuid.uuid4().hex[:12]
     timings: dict[str, float] = {}
     lap = time.monotonic()
@@ -234,6 +234,7 @@ def run_job(
             removal.join()
         phase("aggregates")
     totals_row = tables["summary"][0]
+    out.check_rows("frames", int(totals_row["frames"]))
     return PipelineResult(
         out.root, files, input_bytes, time.monotonic() - started, totals_row, tables, timings
     )
