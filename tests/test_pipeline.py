@@ -357,6 +357,8 @@ def test_pipeline_cli_on_the_same_session(spark: Any, tmp_path: Path) -> None:
     [
         (["pipeline", "/nonexistent/captures", "-o", "/tmp/x"], "no such file or directory"),
         (["pipeline", "{empty}", "-o", "/tmp/x"], "the folder holds no files"),
+        (["pipeline", "{hidden}", "-o", "/tmp/x"], "the folder holds no files (hidden ones"),
+        (["pipeline", "{empty}/*.pcap", "-o", "/tmp/x"], "the pattern matches no file"),
         (["pipeline", str(SAMPLE)], "Missing option '--output'"),
         (["pipeline", str(SAMPLE), "-o", "/tmp/x", "--port", "70000"], "70000 is not in the range"),
         (["report", "{empty}"], "not a kcodec pipeline output"),
@@ -365,7 +367,10 @@ def test_pipeline_cli_on_the_same_session(spark: Any, tmp_path: Path) -> None:
 )
 def test_bad_arguments_are_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     (tmp_path / "empty").mkdir()
-    args = [a.replace("{empty}", str(tmp_path / "empty")) for a in args]
+    (tmp_path / "hidden" / "_spill").mkdir(parents=True)
+    (tmp_path / "hidden" / ".a.pcap").write_bytes(b"x")
+    (tmp_path / "hidden" / "_spill" / "b.pcap").write_bytes(b"x")
+    args = [a.replace("{empty}", str(tmp_path / "empty")).replace("{hidden}", str(tmp_path / "hidden")) for a in args]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]

@@ -10,6 +10,7 @@ they were written. Files larger than the split size are cut into byte ranges tha
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 from dataclasses import dataclass
@@ -52,18 +53,23 @@ def natural_key(path: str) -> tuple[Any, ...]:
 
 
 def check_local_inputs(inputs: list[str]) -> None:
-    """Fail early, before Spark starts, on local inputs that do not exist or hold no file."""
+    """Fail early, before Spark starts, on local inputs that do not exist, hold no file (hidden files
+    and folders, ``.x`` and ``_x``, do not count: Spark skips them) or, as globs, match nothing."""
     if not inputs:
         raise PipelineInputError("no input given")
     for name in inputs:
         local = local_path(name)
-        if local is None or any(ch in local for ch in "*?["):
-            continue  # another file system, or a glob: Spark lists it
+        if local is None:
+            continue  # another file system: Spark lists it
+        if any(ch in local for ch in "*?["):
+            if "{" not in local and not glob.glob(local):  # Hadoop globs also take {a,b}: Spark's to say
+                raise PipelineInputError(f"{name}: the pattern matches no file")
+            continue
         path = Path(local)
         if not path.exists():
             raise PipelineInputError(f"{name}: no such file or directory")
-        if path.is_dir() and not any(p.is_file() for p in path.rglob("*")):
-            raise PipelineInputError(f"{name}: the folder holds no files")
+        if path.is_dir() and not _local_files(name):
+            raise PipelineInputError(f"{name}: the folder holds no files (hidden ones, .x and _x, are skipped)")
 
 
 def _local_files(name: str) -> list[tuple[str, int]] | None:
