@@ -465,3 +465,33 @@ def test_a_table_with_fewer_rows_than_the_job_counted_is_an_error(tmp_path: Path
     out.check_rows("frames", 3)
     with pytest.raises(OutputCheckError):
         out.check_rows("frames", 4)
+
+
+def test_a_failed_python_worker_is_shown_by_the_exception_it_raised() -> None:
+    """Spark's first line only says a Python worker failed; the CLI shows what it raised, and how to
+    ship kcodec when the executors lack it."""
+    from kcodec.cli.pipeline import _one_line
+
+    text = (
+        "\n  An exception was thrown from the Python worker. Please see the stack trace below.\n"
+        "Traceback (most recent call last):\n"
+        '  File "/x/pyspark/worker.py", line 1, in main\n'
+        "    func, profiler, deserializer, serializer = read_command(pickleSer, infile)\n"
+        "ModuleNotFoundError: No module named 'kcodec'\n"
+    )
+    line = _one_line(RuntimeError(text))
+    assert line.startswith("a Python worker failed: ModuleNotFoundError: No module named 'kcodec'")
+    assert "--ship" in line
+    other = text.replace("ModuleNotFoundError: No module named 'kcodec'", "ValueError: bad")
+    assert _one_line(RuntimeError(other)) == "a Python worker failed: ValueError: bad"
+    assert _one_line(RuntimeError("Job aborted\nmore")) == "Job aborted"
+
+
+def test_the_shipped_zip_holds_the_package_sources(tmp_path: Path) -> None:
+    import zipfile
+
+    from kcodec.pipeline.ship import package_zip
+
+    names = set(zipfile.ZipFile(package_zip(tmp_path / "k.zip")).namelist())
+    assert {"kcodec/__init__.py", "kcodec/pipeline/decode.py", "kcodec/_generated/__init__.py"} <= names
+    assert not any("__pycache__" in n or n.endswith(".so") for n in names)

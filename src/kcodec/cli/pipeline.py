@@ -3,14 +3,34 @@ and the text summary at the end."""
 
 from __future__ import annotations
 
+import re
+
 import click
 
 from kcodec.cli.common import CONTEXT_SETTINGS, kafka_port_options
 
+#: A Python exception's last line in a traceback: ``ModuleNotFoundError: No module named 'kcodec'``.
+_RAISED = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)(?::\s.*)?$")
+_SHIP_HINT = (
+    "the executors' Python has no kcodec: install kcodec with its [spark] extra on every node, "
+    "or send it with --ship"
+)
+
 
 def _one_line(e: BaseException) -> str:
+    """Spark's error in one line: for a failed Python worker, the exception it raised (Spark's own
+    first line only says that the worker failed), with how to ship kcodec when it was missing."""
     text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
+    if not text:
+        return type(e).__name__
+    if "Traceback (most recent call last)" in text:
+        raised = [line.strip() for line in text.splitlines() if _RAISED.match(line.strip())]
+        if raised:
+            last = raised[-1]
+            if "No module named 'kcodec" in last:
+                return f"a Python worker failed: {last} ({_SHIP_HINT})"
+            return f"a Python worker failed: {last}"
+    return text.splitlines()[0]
 
 
 @click.command("pipeline", context_settings=CONTEXT_SETTINGS)
@@ -19,6 +39,12 @@ def _one_line(e: BaseException) -> str:
 @click.option("--master", help="Spark master URL (default local[*]: every core of this machine).")
 @kafka_port_options
 @click.option("--strict", is_flag=True, help="Reject frames with bytes left after the body.")
+@click.option(
+    "--ship",
+    is_flag=True,
+    help="Send the installed kcodec package to the executors (for a cluster whose nodes lack it; "
+    "its dependencies must be there).",
+)
 @click.option(
     "--split-size",
     type=click.IntRange(1, 1 << 20),
@@ -39,6 +65,7 @@ def pipeline_command(
     ports: tuple[int, ...],
     no_autodetect: bool,
     strict: bool,
+    ship: bool,
     split_size: int,
     partitions: int | None,
     quiet: bool,
@@ -67,6 +94,7 @@ def pipeline_command(
             split_size=split_size << 20,
             partitions=partitions,
             progress=False if quiet else None,
+            ship=ship,
         )
     except PipelineInputError as e:
         raise click.UsageError(str(e)) from None

@@ -70,17 +70,23 @@ def run_pipeline(
     split_size: int = DEFAULT_SPLIT_SIZE,
     partitions: int | None = None,
     progress: bool | None = None,
+    ship: bool = False,
 ) -> PipelineRun:
     """Decode the captures under ``inputs`` (files, folders, globs; any path Spark reads) into Parquet
     tables under ``output``. ``master``: a Spark master URL (default: the running session, or
     ``local[*]``). ``ports``: Kafka ports besides 9092 (other connections are auto-detected unless
     ``autodetect=False``). Raises :class:`PipelineInputError` for missing or empty inputs and
-    :class:`JavaNotFoundError` when Spark has no Java to run on."""
+    :class:`JavaNotFoundError` when Spark has no Java to run on. ``ship``: send the installed kcodec
+    package to the executors (:mod:`~kcodec.pipeline.ship`), for a cluster whose nodes lack it."""
     from kcodec.pipeline.session import spark_session
 
     paths = [str(p) for p in inputs]
     check_local_inputs(paths)
     spark = spark_session(master)
+    if ship:
+        from kcodec.pipeline.ship import ship_package
+
+        ship_package(spark)
     result = run_job(
         spark,
         paths,

@@ -69,7 +69,9 @@ def check_local_inputs(inputs: list[str]) -> None:
         if not path.exists():
             raise PipelineInputError(f"{name}: no such file or directory")
         if path.is_dir() and not _local_files(name):
-            raise PipelineInputError(f"{name}: the folder holds no files (hidden ones, .x and _x, are skipped)")
+            raise PipelineInputError(
+                f"{name}: the folder holds no files (hidden ones, .x and _x, are skipped)"
+            )
 
 
 def _local_files(name: str) -> list[tuple[str, int]] | None:
