@@ -418,3 +418,31 @@ def test_pipeline_runs_on_the_fallback_java_with_java_hidden(tmp_path: Path) -> 
     assert run.returncode == 0, run.stderr[-2000:]
     assert "71 frames (36 requests, 35 responses) on 5 connections" in run.stdout
     assert (out / "frames").is_dir()
+
+
+def test_a_first_run_leaves_no_java_behind_and_spark_logs_to_a_file(tmp_path: Path) -> None:
+    """The first local run's JVM writes Spark's start-up archive as it exits: the command waits for
+    it, so no Java process outlives it; Spark's own start-up messages go to the log file in kcodec's
+    cache folder, not to the terminal."""
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    env = {**os.environ, "KCODEC_CACHE": str(cache), "KCODEC_SPARK_CDS": "1"}
+    run = subprocess.run(
+        [sys.executable, "-m", "kcodec.cli", "pipeline", str(SAMPLE), "-o", str(tmp_path / "out")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stderr.splitlines() == ["saving Spark's start-up archive for later runs (first run only) ..."]
+    locks = list(cache.glob("spark-*.lock"))
+    assert len(locks) == 1
+    pid = int(locks[0].read_text())
+    assert not Path(f"/proc/{pid}").exists(), "the JVM outlived the command"
+    assert list(cache.glob("spark-*.jsa.tmp")), "the JVM wrote no archive"
+    assert "log4j" in (cache / "spark.log").read_text()
