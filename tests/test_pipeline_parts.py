@@ -495,3 +495,58 @@ def test_the_shipped_zip_holds_the_package_sources(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(package_zip(tmp_path / "k.zip")).namelist())
     assert {"kcodec/__init__.py", "kcodec/pipeline/decode.py", "kcodec/_generated/__init__.py"} <= names
     assert not any("__pycache__" in n or n.endswith(".so") for n in names)
+
+
+class _FakeStage:
+    def __init__(self, done: int, total: int) -> None:
+        self.numCompletedTasks, self.numTasks = done, total
+
+
+class _FakeContext:
+    """What ProgressTracker asks of a SparkContext: an accumulator and the status tracker."""
+
+    def __init__(self) -> None:
+        self.active: dict[int, _FakeStage] = {}
+
+    def accumulator(self, value: Any, param: Any) -> Any:
+        class Acc:
+            def __init__(self) -> None:
+                self.value = value
+
+            def add(self, more: dict[int, int]) -> None:
+                self.value = param.addInPlace(self.value, more)
+
+        return Acc()
+
+    def statusTracker(self) -> Any:  # noqa: N802 - Spark's name
+        active = self.active
+
+        class Status:
+            def getActiveStageIds(self) -> list[int]:  # noqa: N802
+                return list(active)
+
+            def getStageInfo(self, i: int) -> _FakeStage | None:  # noqa: N802
+                return active.get(i)
+
+        return Status()
+
+
+def test_progress_counts_bytes_then_tasks_stage_by_stage() -> None:
+    """Progress showed 100 % once the scan was done, long before the end: each stage has its line."""
+    from kcodec.pipeline.inputs import InputFile
+    from kcodec.pipeline.progress import STAGES, ProgressDisplay, ProgressTracker
+
+    sc = _FakeContext()
+    tracker = ProgressTracker(sc, [InputFile("a", 100, 0), InputFile("b", 50, 1)])  # type: ignore[arg-type]
+    display = ProgressDisplay(tracker, force=False)
+    tracker.callback()(0, 100)
+    assert display._count(0) == (150, 100, "0.0/0.0 MB, 1/2 files")
+    tracker.stage = 1
+    sc.active = {7: _FakeStage(3, 8)}
+    assert tracker.phase == STAGES[1] and display._count(1) == (8, 3, "3/8 tasks")
+    tracker.stage = 2
+    sc.active = {9: _FakeStage(1, 2), 10: _FakeStage(0, 2)}
+    assert display._count(2) == (4, 1, "1/4 tasks")
+    tracker.stage = 3
+    assert display._count(3) == (0, 0, "")
+

@@ -124,6 +124,7 @@ def _decode(
     ports, autodetect, strict = s.ports, s.autodetect, s.strict
     sc = spark.sparkContext
     stashed = sc.parallelize(plan, len(plan)).map(lambda split: stash_task(split, out, run, done)).collect()
+    tracker.stage = 1
     refs = [ref for task_refs in stashed for ref in task_refs]
     assignment = assign_keys(weigh(refs), s.partitions)
     parts: list[list[Ref]] = [[] for _ in range(s.partitions)]
@@ -216,7 +217,7 @@ def run_job(
         try:
             found, spills = _decode(spark, files, tracker, out, run, settings)
             phase("read and decode")
-            tracker.phase = "writing frames and diagnostics"
+            tracker.stage = 2
             partials = _write(spark, out, spills, found)
             phase("write frames and diagnostics")
         except BaseException:
@@ -226,7 +227,7 @@ def run_job(
         # and writes the small tables
         removal = _Background(_remove_spill, out, run)
         try:
-            tracker.phase = "aggregating"
+            tracker.stage = 3
             tables = aggregate_tables(partials, len(files), input_bytes)
             for name, rows in tables.items():
                 _write_small(out, name, rows)
