@@ -446,3 +446,22 @@ def test_a_first_run_leaves_no_java_behind_and_spark_logs_to_a_file(tmp_path: Pa
     assert not Path(f"/proc/{pid}").exists(), "the JVM outlived the command"
     assert list(cache.glob("spark-*.jsa.tmp")), "the JVM wrote no archive"
     assert "log4j" in (cache / "spark.log").read_text()
+
+
+def test_two_copies_of_the_same_traffic_are_two_captures(spark: Any, tmp_path: Path) -> None:
+    """The same connections captured on the client's and on the broker's host (two folders): every
+    frame of each, no retransmission warnings from merging them (the default --captures-by auto); with
+    --captures-by one they are merged as before and the copies' segments are taken as retransmits."""
+    for host in ("client", "broker"):
+        (tmp_path / host).mkdir()
+        shutil.copy(SAMPLE, tmp_path / host / "kafka.pcap")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["pipeline", str(tmp_path / "client"), str(tmp_path / "broker"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "142 frames (72 requests, 70 responses) on 10 connections" in result.output
+    assert "0 stream issues" in result.output
+    merged = CliRunner().invoke(
+        main, ["pipeline", str(tmp_path / "client"), str(tmp_path / "broker"), "-o", str(out), "--captures-by", "one"]
+    )
+    assert merged.exit_code == 0, merged.output
+    assert "71 frames (36 requests, 35 responses) on 5 connections" in merged.output

@@ -132,7 +132,7 @@ def test_scanned_segments_unpack_to_what_the_capture_package_read(which: str, tm
                 want.setdefault(seg.key, []).append(row)
         got: dict[str, list[tuple[Any, ...]]] = {}
         got_issues: list[str] = []
-        for (key, order, first), packed in scan_split((str(path), 0, start, end, size)):
+        for (key, order, first), packed in scan_split((str(path), 0, start, end, size, 0)):
             assert order == 0
             if key.startswith(ISSUE_KEY_PREFIX):
                 got_issues.append(json.loads(packed)["message"])
@@ -405,7 +405,7 @@ def test_stashed_records_read_back_equal_the_scan_and_weigh_the_same(tmp_path: P
     damaged.write_bytes(sample.read_bytes()[:-7])  # a cut last record: an issue record too
     out = Output(str(tmp_path / "out"))
     for order, path in enumerate((sample, damaged)):
-        split = (str(path), order, 0, -1, path.stat().st_size)
+        split = (str(path), order, 0, -1, path.stat().st_size, 0)
         want = list(scan_split(split))
         refs = stash_task(split, out, "run")
         assert [ref[0] for ref in refs] == [head for head, _ in want]
@@ -550,3 +550,39 @@ def test_progress_counts_bytes_then_tasks_stage_by_stage() -> None:
     tracker.stage = 3
     assert display._count(3) == (0, 0, "")
 
+
+
+def test_files_are_grouped_into_captures_and_ordered_by_their_first_packet() -> None:
+    """A ring buffer whose numbers wrapped comes in the order it was written; the same traffic
+    captured on two hosts (two folders, or two names) is two captures."""
+    from kcodec.cli.pipeline import pipeline_command
+    from kcodec.pipeline.inputs import CAPTURES_BY, order_files
+
+    times = {
+        "file:/c/broker/kafka.pcap8": 80.0,
+        "file:/c/broker/kafka.pcap9": 90.0,
+        "file:/c/broker/kafka.pcap0": 100.0,  # wrapped: written after 9
+        "file:/c/broker/kafka.pcap1": 110.0,
+        "file:/c/client/kafka.pcap0": 85.0,
+        "file:/c/client/client-trace.pcap": 70.0,
+        "file:/c/client/broken.pcap": None,
+    }
+    found = [(p, 10) for p in times]
+    files = order_files(found, "auto", times.get)
+    by_capture: dict[int, list[str]] = {}
+    for f in files:
+        by_capture.setdefault(f.capture, []).append(f.path.rsplit("/c/", 1)[1])
+    assert sorted(by_capture.values()) == [
+        ["broker/kafka.pcap8", "broker/kafka.pcap9", "broker/kafka.pcap0", "broker/kafka.pcap1"],
+        ["client/broken.pcap"],
+        ["client/client-trace.pcap"],
+        ["client/kafka.pcap0"],
+    ]
+    assert [f.order for f in files] == list(range(len(files)))
+    folders = order_files(found, "folder", times.get)
+    assert len({f.capture for f in folders}) == 2
+    client = [f.path.rsplit("/", 1)[1] for f in folders if "/client/" in f.path]
+    assert client == ["client-trace.pcap", "kafka.pcap0", "broken.pcap"]  # by time; unknown last
+    assert {f.capture for f in order_files(found, "one", times.get)} == {0}
+    option = next(p for p in pipeline_command.params if p.name == "captures_by")
+    assert tuple(option.type.choices) == CAPTURES_BY  # type: ignore[attr-defined]

@@ -40,6 +40,15 @@ def _one_line(e: BaseException) -> str:
 @kafka_port_options
 @click.option("--strict", is_flag=True, help="Reject frames with bytes left after the body.")
 @click.option(
+    "--captures-by",
+    type=click.Choice(["auto", "folder", "one"]),
+    default="auto",
+    show_default=True,
+    help="Which files are one capture (connections continue across its files; files of other "
+    "captures are never merged): auto = one folder's files named alike but for their digits "
+    "(rotated files); folder = one folder's files; one = all files.",
+)
+@click.option(
     "--ship",
     is_flag=True,
     help="Send the installed kcodec package to the executors (for a cluster whose nodes lack it; "
@@ -65,6 +74,7 @@ def pipeline_command(
     ports: tuple[int, ...],
     no_autodetect: bool,
     strict: bool,
+    captures_by: str,
     ship: bool,
     split_size: int,
     partitions: int | None,
@@ -95,6 +105,7 @@ def pipeline_command(
             partitions=partitions,
             progress=False if quiet else None,
             ship=ship,
+            captures_by=captures_by,
         )
     except PipelineInputError as e:
         raise click.UsageError(str(e)) from None

@@ -71,13 +71,15 @@ def run_pipeline(
     partitions: int | None = None,
     progress: bool | None = None,
     ship: bool = False,
+    captures_by: str = "auto",
 ) -> PipelineRun:
     """Decode the captures under ``inputs`` (files, folders, globs; any path Spark reads) into Parquet
     tables under ``output``. ``master``: a Spark master URL (default: the running session, or
     ``local[*]``). ``ports``: Kafka ports besides 9092 (other connections are auto-detected unless
     ``autodetect=False``). Raises :class:`PipelineInputError` for missing or empty inputs and
     :class:`JavaNotFoundError` when Spark has no Java to run on. ``ship``: send the installed kcodec
-    package to the executors (:mod:`~kcodec.pipeline.ship`), for a cluster whose nodes lack it."""
+    package to the executors (:mod:`~kcodec.pipeline.ship`), for a cluster whose nodes lack it.
+    ``captures_by``: how the files are grouped into captures (:mod:`~kcodec.pipeline.inputs`)."""
     from kcodec.pipeline.session import spark_session
 
     paths = [str(p) for p in inputs]
@@ -97,5 +99,6 @@ def run_pipeline(
         split_size=split_size,
         partitions=partitions,
         progress=progress,
+        captures_by=captures_by,
     )
     return PipelineRun(result, summary_lines(result.tables))

@@ -187,11 +187,13 @@ def run_job(
     split_size: int = DEFAULT_SPLIT_SIZE,
     partitions: int | None = None,
     progress: bool | None = None,
+    captures_by: str = "auto",
 ) -> PipelineResult:
     """Run the pipeline on ``inputs`` into ``output`` (its tables overwritten). ``progress``: show it
-    on standard error (None: when that is a terminal)."""
+    on standard error (None: when that is a terminal). ``captures_by``: how the files are grouped
+    into captures (:data:`~kcodec.pipeline.inputs.CAPTURES_BY`)."""
     started = time.monotonic()
-    files = list_inputs(spark, inputs)
+    files = list_inputs(spark, inputs, captures_by)
     parallelism = spark.sparkContext.defaultParallelism
     input_bytes = sum(f.size for f in files)
     settings = _Settings(
