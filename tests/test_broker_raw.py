@@ -13,6 +13,7 @@ from typing import Any
 
 import broker_requests as rq
 import pytest
+import txn_requests as tq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -97,6 +98,12 @@ def sample(key: int, v: int, c: MockCluster, tag: str) -> Any:
             name=f"new-{tag}")]) if v >= 6 else rq.cls("DeleteTopicsRequest")(topic_names=[f"new-{tag}"])),
         22: lambda: rq.init_producer_id(v),
         23: lambda: rq.offset_for_leader_epoch("t", v, 0, 0),
+        24: lambda: tq.add_partitions_to_txn(v, f"tx-{tag}", "t"),
+        25: lambda: tq.add_offsets_to_txn(f"tx-{tag}", group),
+        26: lambda: tq.end_txn(f"tx-{tag}", commit=True),
+        28: lambda: tq.txn_offset_commit(f"tx-{tag}", group, "t"),
+        65: lambda: rq.cls("DescribeTransactionsRequest")(transactional_ids=[f"tx-{tag}"]),
+        66: lambda: rq.cls("ListTransactionsRequest")(state_filters=["Ongoing"], producer_id_filters=[]),
     }
     return samples[key]()
 

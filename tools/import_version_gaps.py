@@ -2,10 +2,9 @@
 """Write ``src/kcodec/data/version_gaps.json``: API versions newer Kafka releases define that kcodec
 has no spec for (so no codec), and why.
 
-kcodec's codecs need Kafka's JSON message specs. No package in the registries reachable here (PyPI,
-npm, Debian) vendors the Kafka 4.x specs of these versions: the 4.x set comes from the kafka-python
-3.0.12 wheel, which bundles 55 client APIs only (see schemas/sets.json). Which versions exist is
-still a fact that can be read elsewhere: kio (PyPI, a test dependency) generates one module per API
+kcodec's codecs need Kafka's JSON message specs, and its 4.x spec set (see schemas/sets.json) holds
+the client APIs only, without the versions listed here. Which versions exist is still a fact that can
+be read elsewhere: kio (PyPI, a test dependency) generates one module per API
 version from Apache Kafka's message specs (its ``kio.schema.index.schema_name_map``). This tool
 compares those versions with kcodec's registry and writes only the facts (api key, name, versions,
 provenance); codecs are never derived from kio.

@@ -4,8 +4,10 @@ One or several brokers on 127.0.0.1 ports (asyncio; bounded memory) serve ApiVer
 leader epochs), CreateTopics, DeleteTopics, Produce (batches stored as received, idempotent sequence
 checks, KIP-359 fencing in kcodec's proposal version), Fetch (KIP-320 fencing, high watermark, log
 start offset, DivergingEpoch), ListOffsets, OffsetsForLeaderEpoch, FindCoordinator, the classic group
-protocol, OffsetCommit/OffsetFetch (committed leader epochs), InitProducerId (KIP-360) and StopReplica
-(KIP-570). A control API moves leadership and runs unclean leader elections::
+protocol, OffsetCommit/OffsetFetch (committed leader epochs), InitProducerId (KIP-360), StopReplica
+(KIP-570) and transactions (AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn with
+COMMIT/ABORT markers, the last stable offset and aborted transactions for ``read_committed`` Fetch). A
+control API moves leadership and runs unclean leader elections::
 
     from kcodec.broker import MockCluster
 

@@ -80,6 +80,7 @@ class AsyncMockCluster:
         self.state = ClusterState(self.config)
         self.servers: list[BrokerServer] = []
         self._sweeper: asyncio.Task[None] | None = None
+        self._txn_sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> AsyncMockCluster:
         c = self.config
@@ -94,9 +95,15 @@ class AsyncMockCluster:
             await self.stop()
             raise
         self._sweeper = asyncio.get_running_loop().create_task(self.state.groups.run_sweeper())
+        self._txn_sweeper = asyncio.get_running_loop().create_task(self.state.transactions.run_sweeper())
         return self
 
     async def stop(self) -> None:
+        if self._txn_sweeper is not None:
+            self._txn_sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._txn_sweeper
+            self._txn_sweeper = None
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):

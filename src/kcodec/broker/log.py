@@ -96,9 +96,12 @@ class PartitionLog:
             self.log_start_offset = self.batches[0].base_offset
             self.epochs = advance_start(self.epochs, self.log_start_offset)
 
-    def read(self, offset: int, max_bytes: int, *, at_least_one: bool) -> list[bytes | bytearray]:
+    def read(
+        self, offset: int, max_bytes: int, *, at_least_one: bool, end: int | None = None
+    ) -> list[bytes | bytearray]:
         """Whole batches from the one holding ``offset`` on, up to ``max_bytes`` (KIP-74: the first
-        batch even if larger, when ``at_least_one``)."""
+        batch even if larger, when ``at_least_one``), none starting at or after ``end`` (the last stable
+        offset of a ``read_committed`` Fetch)."""
         i = bisect.bisect_right(self._bases, offset) - 1
         if i < 0:
             i = 0
@@ -107,6 +110,8 @@ class PartitionLog:
         for b in self.batches[i:]:
             if b.last_offset < offset:
                 continue
+            if end is not None and b.base_offset >= end:
+                break
             if total + len(b.data) > max_bytes and (out or not at_least_one):
                 break
             out.append(b.data)

@@ -15,6 +15,8 @@ from kcodec.broker.config import BrokerConfig
 from kcodec.broker.errors import BrokerError
 from kcodec.broker.groups import GroupCoordinator
 from kcodec.broker.log import AppendResult, PartitionLog
+from kcodec.broker.transactions import TransactionCoordinator
+from kcodec.broker.txn_log import PartitionTxns
 from kcodec.error_codes import ErrorCode
 from kcodec.fencing import TransactionalIdState
 from kcodec.model import Uuid
@@ -64,6 +66,7 @@ class Partition:
     isr: list[int]
     log: PartitionLog
     producers: dict[int, ProducerEntry] = field(default_factory=dict)
+    txns: PartitionTxns = field(default_factory=PartitionTxns)  # open and aborted transactions
 
 
 @dataclass(slots=True)
@@ -85,6 +88,7 @@ class ClusterState:
         self.broker_epoch = 1
         self.groups = GroupCoordinator(self)
         self.transactional_ids: dict[str, TransactionalIdState] = {}
+        self.transactions = TransactionCoordinator(self)
         self._next_producer_id = FIRST_PRODUCER_ID
         self._data_waiters: set[asyncio.Future[None]] = set()
         self.partition_count = 0
@@ -238,6 +242,7 @@ class ClusterState:
                 ErrorCode.OFFSET_OUT_OF_RANGE,
             )
         p.log.truncate(truncate_to)
+        p.txns.truncate(p.log.log_end_offset)
         p.producers.clear()
         self.move_leader(topic, partition, to)
         if records:

@@ -3,14 +3,34 @@ and the text summary at the end."""
 
 from __future__ import annotations
 
+import re
+
 import click
 
 from kcodec.cli.common import CONTEXT_SETTINGS, kafka_port_options
 
+#: A Python exception's last line in a traceback: ``ModuleNotFoundError: No module named 'kcodec'``.
+_RAISED = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)(?::\s.*)?$")
+_SHIP_HINT = (
+    "the executors' Python has no kcodec: install kcodec with its [spark] extra on every node, "
+    "or send it with --ship"
+)
+
 
 def _one_line(e: BaseException) -> str:
+    """Spark's error in one line: for a failed Python worker, the exception it raised (Spark's own
+    first line only says that the worker failed), with how to ship kcodec when it was missing."""
     text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
+    if not text:
+        return type(e).__name__
+    if "Traceback (most recent call last)" in text:
+        raised = [line.strip() for line in text.splitlines() if _RAISED.match(line.strip())]
+        if raised:
+            last = raised[-1]
+            if "No module named 'kcodec" in last:
+                return f"a Python worker failed: {last} ({_SHIP_HINT})"
+            return f"a Python worker failed: {last}"
+    return text.splitlines()[0]
 
 
 @click.command("pipeline", context_settings=CONTEXT_SETTINGS)
@@ -19,6 +39,21 @@ def _one_line(e: BaseException) -> str:
 @click.option("--master", help="Spark master URL (default local[*]: every core of this machine).")
 @kafka_port_options
 @click.option("--strict", is_flag=True, help="Reject frames with bytes left after the body.")
+@click.option(
+    "--captures-by",
+    type=click.Choice(["auto", "folder", "one"]),
+    default="auto",
+    show_default=True,
+    help="Which files are one capture (connections continue across its files; files of other "
+    "captures are never merged): auto = one folder's files named alike but for their digits "
+    "(rotated files); folder = one folder's files; one = all files.",
+)
+@click.option(
+    "--ship",
+    is_flag=True,
+    help="Send the installed kcodec package to the executors (for a cluster whose nodes lack it; "
+    "its dependencies must be there).",
+)
 @click.option(
     "--split-size",
     type=click.IntRange(1, 1 << 20),
@@ -39,6 +74,8 @@ def pipeline_command(
     ports: tuple[int, ...],
     no_autodetect: bool,
     strict: bool,
+    captures_by: str,
+    ship: bool,
     split_size: int,
     partitions: int | None,
     quiet: bool,
@@ -51,7 +88,7 @@ def pipeline_command(
     files are listed in the diagnostics table; the others are decoded.
     """
     try:
-        from kcodec.pipeline import JavaNotFoundError, PipelineInputError, run_pipeline
+        from kcodec.pipeline import JavaNotFoundError, OutputCheckError, PipelineInputError, run_pipeline
     except ImportError as e:
         raise click.ClickException(f"the pipeline needs PySpark: pip install 'kcodec[spark]' ({e})") from None
     from pyspark.errors import PySparkException
@@ -67,10 +104,12 @@ def pipeline_command(
             split_size=split_size << 20,
             partitions=partitions,
             progress=False if quiet else None,
+            ship=ship,
+            captures_by=captures_by,
         )
     except PipelineInputError as e:
         raise click.UsageError(str(e)) from None
-    except JavaNotFoundError as e:
+    except (JavaNotFoundError, OutputCheckError) as e:
         raise click.ClickException(str(e)) from None
     except (PySparkException, OSError) as e:
         raise click.ClickException(f"Spark: {_one_line(e)}") from None
@@ -85,3 +124,19 @@ def pipeline_command(
         rate = r.input_bytes / max(r.seconds, 1e-9)
         speed = f"{rate / 1e6:.1f} MB/s" if rate >= 1e5 else f"{rate / 1e3:.1f} kB/s"
         click.echo(f"tables written to {r.output} in {r.seconds:.1f} s ({speed})")
+    _finish_archive(quiet)
+
+
+def _finish_archive(quiet: bool) -> None:
+    """A first local run's JVM writes Spark's start-up archive as it exits: wait for it here, so that
+    no Java process outlives the command."""
+    from pyspark.sql import SparkSession
+
+    from kcodec.pipeline.session import finish_archive, writes_archive
+
+    active = SparkSession.getActiveSession()
+    if active is None or not writes_archive():
+        return
+    if not quiet:
+        click.echo("saving Spark's start-up archive for later runs (first run only) ...", err=True)
+    finish_archive(active)

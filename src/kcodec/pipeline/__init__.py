@@ -35,12 +35,14 @@ from dataclasses import dataclass
 from kcodec.pipeline.inputs import DEFAULT_SPLIT_SIZE, PipelineInputError, check_local_inputs
 from kcodec.pipeline.java import JavaNotFoundError
 from kcodec.pipeline.job import TABLES, PipelineResult, run_job
+from kcodec.pipeline.outputs import OutputCheckError
 from kcodec.pipeline.summary import summary_lines
 
 __all__ = [
     "DEFAULT_SPLIT_SIZE",
     "TABLES",
     "JavaNotFoundError",
+    "OutputCheckError",
     "PipelineInputError",
     "PipelineResult",
     "PipelineRun",
@@ -68,17 +70,25 @@ def run_pipeline(
     split_size: int = DEFAULT_SPLIT_SIZE,
     partitions: int | None = None,
     progress: bool | None = None,
+    ship: bool = False,
+    captures_by: str = "auto",
 ) -> PipelineRun:
     """Decode the captures under ``inputs`` (files, folders, globs; any path Spark reads) into Parquet
     tables under ``output``. ``master``: a Spark master URL (default: the running session, or
     ``local[*]``). ``ports``: Kafka ports besides 9092 (other connections are auto-detected unless
     ``autodetect=False``). Raises :class:`PipelineInputError` for missing or empty inputs and
-    :class:`JavaNotFoundError` when Spark has no Java to run on."""
+    :class:`JavaNotFoundError` when Spark has no Java to run on. ``ship``: send the installed kcodec
+    package to the executors (:mod:`~kcodec.pipeline.ship`), for a cluster whose nodes lack it.
+    ``captures_by``: how the files are grouped into captures (:mod:`~kcodec.pipeline.inputs`)."""
     from kcodec.pipeline.session import spark_session
 
     paths = [str(p) for p in inputs]
     check_local_inputs(paths)
     spark = spark_session(master)
+    if ship:
+        from kcodec.pipeline.ship import ship_package
+
+        ship_package(spark)
     result = run_job(
         spark,
         paths,
@@ -89,5 +99,6 @@ def run_pipeline(
         split_size=split_size,
         partitions=partitions,
         progress=progress,
+        captures_by=captures_by,
     )
     return PipelineRun(result, summary_lines(result.tables))

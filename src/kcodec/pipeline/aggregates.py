@@ -103,7 +103,8 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("topic", "string"),
         ("error_code", "int"),
         ("error_name", "string"),
-        ("count", "long"),
+        ("count", "long"),  # entries carrying the code: top level, per topic, per partition
+        ("responses", "long"),  # responses carrying it at least once (for this API and topic)
         ("first_time", "double"),
         ("last_time", "double"),
     ),

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CdsPlan", "cache_folder", "plan_archive"]
+__all__ = ["CdsPlan", "cache_folder", "plan_archive", "running"]
 
 _QUIET = "-Xlog:cds*=off -Xlog:class+path=off"
 #: A lock without a process id older than this is a run that died before its JVM started.
@@ -53,7 +53,8 @@ def cache_folder() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "kcodec"
 
 
-def _running(pid: int) -> bool:
+def running(pid: int) -> bool:
+    """Whether the Java process ``pid`` still runs."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -98,7 +99,7 @@ def _settle(lock: Path, temp: Path, archive: Path, failed: Path) -> bool:
     """Finish what the run holding ``lock`` left, if its JVM is gone; False while it may still run."""
     text = lock.read_text().strip()
     if text.isdigit():
-        if _running(int(text)):
+        if running(int(text)):
             return False
         if temp.is_file():
             os.replace(temp, archive)

@@ -432,7 +432,7 @@ def decode_records(
             if key != state.key:
                 state.finish_key()
                 state.start(key)
-            a, _, b = key.partition(" ")
+            a, b = key.split(" ", 2)[:2]  # "client server", and " #capture" after the first capture
             forward, flags, seqs, acks, times, offsets, at, lengths = unpack(value)
             payloads = reader.read_file(order, at, lengths)
             for fw, fl, seq, ack, ts, offset, payload in zip(

@@ -124,6 +124,7 @@ def _decode(
     ports, autodetect, strict = s.ports, s.autodetect, s.strict
     sc = spark.sparkContext
     stashed = sc.parallelize(plan, len(plan)).map(lambda split: stash_task(split, out, run, done)).collect()
+    tracker.stage = 1
     refs = [ref for task_refs in stashed for ref in task_refs]
     assignment = assign_keys(weigh(refs), s.partitions)
     parts: list[list[Ref]] = [[] for _ in range(s.partitions)]
@@ -186,11 +187,13 @@ def run_job(
     split_size: int = DEFAULT_SPLIT_SIZE,
     partitions: int | None = None,
     progress: bool | None = None,
+    captures_by: str = "auto",
 ) -> PipelineResult:
     """Run the pipeline on ``inputs`` into ``output`` (its tables overwritten). ``progress``: show it
-    on standard error (None: when that is a terminal)."""
+    on standard error (None: when that is a terminal). ``captures_by``: how the files are grouped
+    into captures (:data:`~kcodec.pipeline.inputs.CAPTURES_BY`)."""
     started = time.monotonic()
-    files = list_inputs(spark, inputs)
+    files = list_inputs(spark, inputs, captures_by)
     parallelism = spark.sparkContext.defaultParallelism
     input_bytes = sum(f.size for f in files)
     settings = _Settings(
@@ -201,7 +204,7 @@ def run_job(
         partitions or default_partitions(input_bytes, parallelism),
     )
     tracker = ProgressTracker(spark.sparkContext, files)
-    out = Output(output.rstrip("/"))
+    out = Output.resolve(output)
     run = uuid.uuid4().hex[:12]
     timings: dict[str, float] = {}
     lap = time.monotonic()
@@ -216,7 +219,7 @@ def run_job(
         try:
             found, spills = _decode(spark, files, tracker, out, run, settings)
             phase("read and decode")
-            tracker.phase = "writing frames and diagnostics"
+            tracker.stage = 2
             partials = _write(spark, out, spills, found)
             phase("write frames and diagnostics")
         except BaseException:
@@ -226,7 +229,7 @@ def run_job(
         # and writes the small tables
         removal = _Background(_remove_spill, out, run)
         try:
-            tracker.phase = "aggregating"
+            tracker.stage = 3
             tables = aggregate_tables(partials, len(files), input_bytes)
             for name, rows in tables.items():
                 _write_small(out, name, rows)
@@ -234,6 +237,7 @@ def run_job(
             removal.join()
         phase("aggregates")
     totals_row = tables["summary"][0]
+    out.check_rows("frames", int(totals_row["frames"]))
     return PipelineResult(
         out.root, files, input_bytes, time.monotonic() - started, totals_row, tables, timings
     )

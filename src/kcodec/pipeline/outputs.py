@@ -17,17 +17,54 @@ from typing import Any
 
 from kcodec.pipeline.sources import local_path
 
-__all__ = ["SPILL", "Output"]
+__all__ = ["SPILL", "Output", "OutputCheckError"]
 
 #: The folder under the output where stage 2's events wait for stage 3.
 SPILL = "_spill"
 
 
+class OutputCheckError(OSError):
+    """What the job wrote is not where it was asked for, or not all of it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Output:
-    """The output folder (as given: a local path or a URI); picklable, for the tasks."""
+    """The output folder: an absolute local path or a URI (see :meth:`resolve`); picklable, for the
+    tasks."""
 
     root: str
+
+    @classmethod
+    def resolve(cls, root: str) -> Output:
+        """The folder ``root`` as the driver names it: a relative local path is made absolute here,
+        on the driver, since the executors would resolve it against their own working directories
+        (on a cluster, not the user's)."""
+        root = root.rstrip("/") or "/"
+        local = local_path(root)
+        if local is None:
+            return cls(root)
+        return cls(os.path.abspath(os.path.expanduser(local)))
+
+    def count_rows(self, name: str) -> int:
+        """Rows of the Parquet table ``name`` under the folder (0 if it is not there)."""
+        import pyarrow.dataset as ds
+        from pyarrow import fs
+
+        filesystem, base = self.filesystem()
+        target = f"{base}/{name}"
+        if filesystem.get_file_info(target).type != fs.FileType.Directory:
+            return 0
+        dataset = ds.dataset(target, filesystem=filesystem, format="parquet", partitioning="hive")
+        return int(dataset.count_rows())
+
+    def check_rows(self, name: str, expected: int) -> None:
+        """Raise :class:`OutputCheckError` unless table ``name`` holds ``expected`` rows."""
+        found = self.count_rows(name)
+        if found != expected:
+            raise OutputCheckError(
+                f"the {name} table under {self.root} has {found} rows, but the job counted {expected}: "
+                "its tasks wrote elsewhere (is the folder shared by the driver and every executor?)"
+            )
 
     def filesystem(self) -> tuple[Any, str]:
         """(pyarrow FileSystem, the folder's path in it)."""

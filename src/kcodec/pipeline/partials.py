@@ -107,7 +107,7 @@ class Partials:
     api_stats: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict)
     # (api_key, api_name, api_version) -> [count, sum ms, max ms, sketch]
     latency: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict)
-    # (api_name, topic, error_code, error_name) -> [count, first time, last time]
+    # (api_name, topic, error_code, error_name) -> [entries, responses, first time, last time]
     errors: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict)
     # (client_id, software name, software version, api_key, api_name) -> [versions, requests, connections]
     clients: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict)
@@ -218,14 +218,18 @@ class Partials:
     def _errors(self, c: FrameColumns) -> None:
         errors = self.errors
         for name, found, t in zip(c["api_name"], c["errors"], c["time"], strict=True):
+            seen: set[tuple[Any, ...]] = set()
             for e in found:
                 key = (name, e["topic"], e["error_code"], e["error_name"])
+                first = key not in seen
+                seen.add(key)
                 have = errors.get(key)
                 if have is None:
-                    errors[key] = [1, t, t]
+                    errors[key] = [1, 1, t, t]
                 else:
                     have[0] += 1
-                    _span(have, t, 1, 2)
+                    have[1] += first
+                    _span(have, t, 2, 3)
 
     def _clients(self, c: FrameColumns, requests: list[bool]) -> None:
         clients = self.clients
@@ -335,8 +339,9 @@ class Partials:
                 self.errors[key] = c
                 continue
             err[0] += c[0]
-            _span(err, c[1], 1, 2)
-            _span(err, c[2], 1, 2)
+            err[1] += c[1]
+            _span(err, c[2], 2, 3)
+            _span(err, c[3], 2, 3)
         for key, c in o.clients.items():
             cl = self.clients.get(key)
             if cl is None:

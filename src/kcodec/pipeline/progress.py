@@ -1,8 +1,10 @@
-"""Progress of a run, on the driver: files and bytes read (from a Spark accumulator the stage-1
-tasks add to as they finish a split), and the phase the job is in.
+"""Progress of a run, on the driver, stage by stage: files and bytes read by stage 1 (from a Spark
+accumulator its tasks add to as they finish a split), then the tasks done of stages 2 and 3 (from
+Spark's status tracker), then the aggregation.
 
-:class:`ProgressTracker` owns the accumulator. :class:`ProgressDisplay` shows it with ``rich`` on
-standard error while the job runs, refreshed by a thread a few times a second, only when standard
+:class:`ProgressTracker` owns the accumulator and the stage the job is in. :class:`ProgressDisplay`
+shows it with ``rich`` on standard error while the job runs, one line per stage (a stage's line stays
+when it is done, with its time), refreshed by a thread a few times a second, only when standard
 error is a terminal (or when asked to); it is gone once the run ends.
 """
 
@@ -36,14 +38,39 @@ def _dict_param() -> Any:
     return DictSum()
 
 
+#: The job's stages as the display names them; the first counts bytes, the others tasks.
+STAGES = (
+    "1/4 reading the captures",
+    "2/4 decoding connections",
+    "3/4 writing frames and diagnostics",
+    "4/4 aggregating",
+)
+
+
 class ProgressTracker:
-    """Bytes read per file (by file order), added to by the tasks."""
+    """Bytes read per file (by file order), added to by the tasks; the stage the job is in."""
 
     def __init__(self, sc: SparkContext, files: list[InputFile]) -> None:
         self._acc = sc.accumulator({}, _dict_param())
+        self._sc = sc
         self.files = files
         self.total_bytes = sum(f.size for f in files)
-        self.phase = "reading and decoding"
+        self.stage = 0  # index into STAGES
+
+    @property
+    def phase(self) -> str:
+        return STAGES[self.stage]
+
+    def tasks(self) -> tuple[int, int]:
+        """(tasks done, tasks) of the Spark stages running now; (0, 0) when none runs."""
+        status = self._sc.statusTracker()
+        done = total = 0
+        for stage_id in status.getActiveStageIds():
+            info = status.getStageInfo(stage_id)
+            if info is not None:
+                done += info.numCompletedTasks
+                total += info.numTasks
+        return done, total
 
     def callback(self) -> Callable[[int, int], None]:
         """The function a task calls after each split: ``done(file_order, bytes)`` (picklable)."""
@@ -84,25 +111,37 @@ class ProgressDisplay:
 
     def _run(self) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        t = self.tracker
-        console = Console(stderr=True)
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),
-            DownloadColumn(),
-            TextColumn("{task.fields[files]}"),
+            TextColumn("{task.fields[count]}"),
             TimeElapsedColumn(),
-            console=console,
+            console=Console(stderr=True),
             transient=True,
         ) as bar:
-            task = bar.add_task(t.phase, total=t.total_bytes, files="")
+            shown = 0
+            task = bar.add_task(STAGES[0], total=None, count="")
             while not self._stop.wait(0.25):
-                files, nbytes = t.snapshot()
-                bar.update(
-                    task,
-                    completed=nbytes,
-                    description=t.phase,
-                    files=f"{files}/{len(t.files)} files",
-                )
+                stage = self.tracker.stage
+                if stage != shown:  # the stage before is done: its line stays, its clock stops
+                    bar.update(task, completed=bar.tasks[task].total or 1)
+                    bar.stop_task(task)
+                    task = bar.add_task(STAGES[stage], total=None, count="")
+                    shown = stage
+                total, completed, count = self._count(stage)
+                if total:
+                    bar.update(task, total=total, completed=completed, count=count)
+
+    def _count(self, stage: int) -> tuple[int, int, str]:
+        """(total, completed, text) of ``stage``: bytes and files read, or Spark tasks done."""
+        t = self.tracker
+        if stage == 0:
+            files, nbytes = t.snapshot()
+            mb = f"{nbytes / 1e6:.1f}/{t.total_bytes / 1e6:.1f} MB"
+            return t.total_bytes, nbytes, f"{mb}, {files}/{len(t.files)} files"
+        if stage < len(STAGES) - 1:
+            done, total = t.tasks()
+            return total, done, f"{done}/{total} tasks"
+        return 0, 0, ""

@@ -59,7 +59,7 @@ SEGMENT_DTYPE = [
     ("payload_length", "<i4"),
 ]
 
-Split = tuple[str, int, int, int, int]  # (path, file order, start, end or -1, file size)
+Split = tuple[str, int, int, int, int, int]  # (path, file order, start, end or -1, file size, capture)
 Record = tuple[tuple[str, int, int], Any]  # ((key, file order, first offset), packed bytes | issue JSON)
 Done = Callable[[int, int], None]  # (file order, bytes of the split)
 
@@ -98,10 +98,12 @@ class _Packer:
     the group's record once it holds :data:`CHUNK` segments (None otherwise, so that nothing is
     yielded per packet)."""
 
-    __slots__ = ("forward", "groups", "order")
+    __slots__ = ("forward", "groups", "order", "suffix")
 
-    def __init__(self, order: int) -> None:
+    def __init__(self, order: int, capture: int = 0) -> None:
         self.order = order
+        # connections of different captures never share a key, even with the same addresses
+        self.suffix = f" #{capture}" if capture else ""
         self.groups: dict[str, tuple[int, bytearray]] = {}  # key -> (first offset, packed segments)
         self.forward: dict[tuple[str, str], bool] = {}  # (key, src) -> src is the key's first endpoint
 
@@ -130,13 +132,13 @@ class _Packer:
         packed += _pack(forward, flags, seq, ack, timestamp, offset, payload_offset, length)
         if len(packed) >= _FULL:
             del self.groups[key]
-            return (key, self.order, group[0]), bytes(packed)
+            return (key + self.suffix, self.order, group[0]), bytes(packed)
         return None
 
     def rest(self) -> Iterator[Record]:
         """The groups not yet full, as records."""
         for key, (first, packed) in self.groups.items():
-            yield (key, self.order, first), bytes(packed)
+            yield (key + self.suffix, self.order, first), bytes(packed)
         self.groups.clear()
 
 
@@ -170,8 +172,8 @@ def _split_items(path: str, start: int, end: int | None, packer: _Packer) -> Ite
 
 def scan_split(split: Split, done: Done | None = None) -> Iterator[Record]:
     """Stage 1 for one split: its records (see the module docstring)."""
-    path, order, start, end, size = split
-    packer = _Packer(order)
+    path, order, start, end, size, capture = split
+    packer = _Packer(order, capture)
     for item in _split_items(path, start, None if end < 0 else end, packer):
         if isinstance(item, tuple):
             yield item

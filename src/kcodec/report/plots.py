@@ -51,21 +51,27 @@ def _by_api(
     for r in timeline:
         if r["api_name"] in points and r[value] is not None:
             points[r["api_name"]][r["bucket"]] = r[value]
-    buckets: list[float] = []
-    if zeros and timeline:
-        width = timeline[0]["bucket_seconds"]
-        first, last = min(r["bucket"] for r in timeline), max(r["bucket"] for r in timeline)
-        buckets = [first + i * width for i in range(round((last - first) / width) + 1)]
     series: dict[str, tuple[list[float], list[float]]] = {}
+    if zeros and timeline:
+        # every bucket from the first to the last, matched by its index: bucket times are floats
+        # (multiples of the width), which first + i * width does not reproduce exactly
+        width = timeline[0]["bucket_seconds"]
+        first = min(r["bucket"] for r in timeline)
+        count = round((max(r["bucket"] for r in timeline) - first) / width) + 1
+        xs_all = [first + i * width for i in range(count)]
+        for api, by_bucket in points.items():
+            if not by_bucket:
+                continue
+            ys_all = [0.0] * count
+            for b, y in by_bucket.items():
+                ys_all[round((b - first) / width)] += y
+            series[api] = ([x - origin for x in xs_all], ys_all)
+        return series
     for api, by_bucket in points.items():
         if not by_bucket:
             continue
-        if zeros:
-            ys = [by_bucket.get(b, 0.0) for b in buckets]
-            xs = buckets
-        else:
-            xs = sorted(by_bucket)
-            ys = [by_bucket[b] for b in xs]
+        xs = sorted(by_bucket)
+        ys = [by_bucket[b] for b in xs]
         series[api] = ([x - origin for x in xs], ys)
     return series
 
@@ -148,7 +154,7 @@ def error_counts(tables: Mapping[str, Rows]) -> str:
         ax.barh(ys, [n for _, n in ranked], color="#d62728")
         ax.set_yticks(ys, [name for name, _ in ranked])
         ax.invert_yaxis()
-        ax.set_xlabel("responses with the error")
+        ax.set_xlabel("error entries (top level, per topic and per partition)")
         ax.grid(alpha=0.3, axis="x")
 
     return _svg("errors", draw, height=max(2.5, 0.3 * len(ranked) + 1.2))

@@ -24,6 +24,14 @@ from kcodec.broker.handlers.produce import handle_produce
 from kcodec.broker.handlers.producer_ids import handle_init_producer_id
 from kcodec.broker.handlers.stop_replica import handle_stop_replica
 from kcodec.broker.handlers.topics import handle_create_topics, handle_delete_topics
+from kcodec.broker.handlers.transactions import (
+    handle_add_offsets_to_txn,
+    handle_add_partitions_to_txn,
+    handle_describe_transactions,
+    handle_end_txn,
+    handle_list_transactions,
+    handle_txn_offset_commit,
+)
 from kcodec.registry import api
 
 API_VERSIONS_KEY = 18
@@ -54,6 +62,12 @@ ROUTES: dict[int, Route] = {
     20: Route(handle_delete_topics, 1, 6),
     22: Route(handle_init_producer_id, 0, 5),
     23: Route(handle_offset_for_leader_epoch, 2, 4),
+    24: Route(handle_add_partitions_to_txn, 0, 5),
+    25: Route(handle_add_offsets_to_txn, 0, 4),
+    26: Route(handle_end_txn, 0, 4),
+    28: Route(handle_txn_offset_commit, 0, 4),
+    65: Route(handle_describe_transactions, 0, 0),
+    66: Route(handle_list_transactions, 0, 1),
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kcodec.broker.groups import CommittedOffset
 from kcodec.broker.handlers.common import RequestContext, cls
 from kcodec.broker.handlers.groups import not_coordinator
 from kcodec.error_codes import ErrorCode
@@ -13,6 +14,8 @@ from kcodec.sentinels import NO_LEADER_EPOCH
 COMMIT_EPOCH_SINCE = 6
 FETCH_EPOCH_SINCE = 5
 GROUPS_BATCH_SINCE = 8  # OffsetFetch v8+: several groups per request (KIP-709)
+REQUIRE_STABLE_SINCE = 7  # KIP-447: offsets of an open transaction are UNSTABLE_OFFSET_COMMIT
+UNSTABLE = CommittedOffset(-1, NO_LEADER_EPOCH, "")
 
 
 async def handle_offset_commit(ctx: RequestContext, req: Any) -> Any:
@@ -53,13 +56,23 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
         for g in req.groups:
             wanted = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
             error, topics = _fetch(
-                ctx, g.group_id, wanted, resp.OffsetFetchResponseTopics, resp.OffsetFetchResponsePartitions
+                ctx,
+                g.group_id,
+                wanted,
+                resp.OffsetFetchResponseTopics,
+                resp.OffsetFetchResponsePartitions,
+                require_stable=req.require_stable,
             )
             groups.append(resp.OffsetFetchResponseGroup(group_id=g.group_id, topics=topics, error_code=error))
         return resp(groups=groups)
     wanted = None if req.topics is None else [(t.name, list(t.partition_indexes)) for t in req.topics]
     error, topics = _fetch(
-        ctx, req.group_id, wanted, resp.OffsetFetchResponseTopic, resp.OffsetFetchResponsePartition
+        ctx,
+        req.group_id,
+        wanted,
+        resp.OffsetFetchResponseTopic,
+        resp.OffsetFetchResponsePartition,
+        require_stable=v >= REQUIRE_STABLE_SINCE and req.require_stable,
     )
     if v < 2 and error is not ErrorCode.NONE:
         for t in topics:
@@ -77,6 +90,8 @@ def _fetch(
     wanted: list[tuple[str, list[int]]] | None,
     topic_cls: Any,
     part_cls: Any,
+    *,
+    require_stable: bool = False,
 ) -> tuple[ErrorCode, list[Any]]:
     v = ctx.version
     if not_coordinator(ctx, group_id):
@@ -88,8 +103,11 @@ def _fetch(
     for name, indexes in wanted:
         parts = []
         for i in indexes:
-            c = coordinator.committed(group_id, name, i)
+            unstable = require_stable and ctx.cluster.transactions.has_pending_offsets(group_id, name, i)
+            c = UNSTABLE if unstable else coordinator.committed(group_id, name, i)
             part = part_cls(partition_index=i, committed_offset=c.offset, metadata=c.metadata)
+            if unstable:
+                part.error_code = ErrorCode.UNSTABLE_OFFSET_COMMIT
             if v >= FETCH_EPOCH_SINCE:
                 part.committed_leader_epoch = c.leader_epoch
             parts.append(part)

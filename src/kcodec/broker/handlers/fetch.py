@@ -4,6 +4,7 @@ diverged from the leader's (an unclean election). Waits up to MaxWaitMs for MinB
 
 from __future__ import annotations
 
+import struct
 import time
 from typing import Any
 
@@ -24,6 +25,8 @@ DIVERGING_EPOCH_SINCE = 12
 NODE_ENDPOINTS_SINCE = 16
 SESSIONS_SINCE = 7
 NO_SESSION = 0
+READ_COMMITTED = 1  # IsolationLevel (Fetch v4+)
+_BASE_AND_DELTA = struct.Struct(">q15xi")  # a batch's baseOffset ... lastOffsetDelta
 
 
 async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
@@ -47,6 +50,7 @@ def _read(ctx: RequestContext, req: Any) -> tuple[Any, int, bool]:
     resp = cls("FetchResponse")
     by_id = v >= TOPIC_IDS_SINCE
     budget = req.max_bytes if v >= 3 else 2**31 - 1
+    committed = v >= 4 and req.isolation_level == READ_COMMITTED
     total = 0
     errors = False
     hinted: set[int] = set()
@@ -60,7 +64,13 @@ def _read(ctx: RequestContext, req: Any) -> tuple[Any, int, bool]:
             pd = resp.PartitionData(partition_index=fp.partition, error_code=error, high_watermark=-1)
             if p is not None and error is ErrorCode.NONE:
                 total += _fill(
-                    ctx, pd, p, fp, min(fp.partition_max_bytes, budget - total), at_least_one=total == 0
+                    ctx,
+                    pd,
+                    p,
+                    fp,
+                    min(fp.partition_max_bytes, budget - total),
+                    at_least_one=total == 0,
+                    committed=committed,
                 )
                 errors = errors or pd.error_code != ErrorCode.NONE
             elif error is not ErrorCode.NONE:
@@ -68,8 +78,8 @@ def _read(ctx: RequestContext, req: Any) -> tuple[Any, int, bool]:
                 if p is not None and v >= DIVERGING_EPOCH_SINCE and leader_hint_needed(error):
                     pd.current_leader = resp.LeaderIdAndEpoch(leader_id=p.leader, leader_epoch=p.leader_epoch)
                     hinted.add(p.leader)
-            if v >= 4:
-                pd.last_stable_offset = pd.high_watermark
+            if v >= 4 and not (p is not None and error is ErrorCode.NONE):
+                pd.last_stable_offset = -1
                 pd.aborted_transactions = None
             if v >= 5:
                 pd.log_start_offset = p.log.log_start_offset if p is not None else -1
@@ -88,11 +98,18 @@ def _read(ctx: RequestContext, req: Any) -> tuple[Any, int, bool]:
     return out, total, errors
 
 
-def _fill(ctx: RequestContext, pd: Any, p: Any, fp: Any, max_bytes: int, *, at_least_one: bool) -> int:
-    """One partition's data; returns the bytes of records added."""
+def _fill(
+    ctx: RequestContext, pd: Any, p: Any, fp: Any, max_bytes: int, *, at_least_one: bool, committed: bool
+) -> int:
+    """One partition's data; returns the bytes of records added. ``read_committed`` reads up to the
+    last stable offset and lists the aborted transactions of what it returns."""
     v = ctx.version
     log = p.log
     pd.high_watermark = log.high_watermark
+    lso = p.txns.last_stable_offset(log.high_watermark, log.log_start_offset)
+    if v >= 4:
+        pd.last_stable_offset = lso
+        pd.aborted_transactions = [] if committed else None
     if v >= DIVERGING_EPOCH_SINCE:
         div = diverging_epoch(log.epochs, log.log_end_offset, fp.fetch_offset, fp.last_fetched_epoch)
         if div is not None:
@@ -104,9 +121,22 @@ def _fill(ctx: RequestContext, pd: Any, p: Any, fp: Any, max_bytes: int, *, at_l
     if not log.log_start_offset <= fp.fetch_offset <= log.log_end_offset:
         pd.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
         return 0
-    batches = log.read(fp.fetch_offset, max(max_bytes, 0), at_least_one=at_least_one)
+    end = lso if committed else None
+    batches = log.read(fp.fetch_offset, max(max_bytes, 0), at_least_one=at_least_one, end=end)
     data = b"".join(batches)
     pd.records = data
+    if committed and batches:
+        pd.aborted_transactions = _aborted(p, fp.fetch_offset, batches[-1])
     if v >= 11:
         pd.preferred_read_replica = -1
     return len(data)
+
+
+def _aborted(p: Any, start: int, last_batch: bytes | bytearray) -> list[Any]:
+    """The aborted transactions overlapping the returned offsets [start, end of the last batch]."""
+    base, delta = _BASE_AND_DELTA.unpack_from(last_batch)
+    entry = cls("FetchResponse").AbortedTransaction
+    return [
+        entry(producer_id=a.producer_id, first_offset=a.first_offset)
+        for a in p.txns.aborted_between(start, base + delta + 1)
+    ]

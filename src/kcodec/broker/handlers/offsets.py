@@ -23,6 +23,8 @@ from kcodec.sentinels import (
 LIST_OFFSETS_EPOCH_SINCE = 4
 OFFSET_FOR_EPOCH_EPOCH_SINCE = 2
 DEBUGGING_REPLICA_ID = -2
+ISOLATION_LEVEL_SINCE = 2
+READ_COMMITTED = 1
 
 
 async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
@@ -38,7 +40,8 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
             p, error = partition_error(ctx, topic, rp.partition_index, epoch, require_leader=leader_only)
             out = resp.ListOffsetsPartitionResponse(partition_index=rp.partition_index, error_code=error)
             if p is not None and error is ErrorCode.NONE:
-                ts, offset, leader_epoch = _lookup(p, rp.timestamp)
+                committed = v >= ISOLATION_LEVEL_SINCE and req.isolation_level == READ_COMMITTED
+                ts, offset, leader_epoch = _lookup(p, rp.timestamp, committed)
                 out.timestamp, out.offset = ts, offset
                 if v >= 4:
                     out.leader_epoch = leader_epoch
@@ -49,13 +52,20 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
     return resp(topics=topics)
 
 
-def _lookup(p: Partition, timestamp: int) -> tuple[int, int, int]:
-    """(timestamp, offset, leader epoch) for a ListOffsets timestamp or sentinel."""
+def _lookup(p: Partition, timestamp: int, committed: bool) -> tuple[int, int, int]:
+    """(timestamp, offset, leader epoch) for a ListOffsets timestamp or sentinel. The last fetchable
+    offset is the last stable one for ``read_committed``, else the high watermark; a lookup by
+    timestamp finds only offsets below it (Partition.fetchOffsetForTimestamp)."""
     log = p.log
     if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         return NO_TIMESTAMP, log.log_start_offset, log.epoch_at(log.log_start_offset)
+    fetchable = (
+        p.txns.last_stable_offset(log.high_watermark, log.log_start_offset)
+        if committed
+        else log.high_watermark
+    )
     if timestamp == LATEST_TIMESTAMP:
-        return NO_TIMESTAMP, log.high_watermark, log.latest_epoch
+        return NO_TIMESTAMP, fetchable, log.latest_epoch
     if timestamp == LATEST_TIERED_TIMESTAMP:
         return NO_TIMESTAMP, -1, NO_LEADER_EPOCH  # no tiered storage
     if timestamp == MAX_TIMESTAMP:
@@ -71,7 +81,11 @@ def _lookup(p: Partition, timestamp: int) -> tuple[int, int, int]:
     for b in iter_batches(batch.data):
         for r in b.records():
             if r.timestamp >= target:
-                return r.timestamp, r.offset, batch.epoch
+                return (
+                    (r.timestamp, r.offset, batch.epoch)
+                    if r.offset < fetchable
+                    else (NO_TIMESTAMP, -1, NO_LEADER_EPOCH)
+                )
     return NO_TIMESTAMP, -1, NO_LEADER_EPOCH
 
 

@@ -16,6 +16,7 @@ from kcodec.broker.handlers.common import (
     wire_message,
 )
 from kcodec.broker.idempotence import check_sequence, record_append
+from kcodec.broker.transactions import has_transactional_records
 from kcodec.broker.validate import Invalid, validate_produced
 from kcodec.error_codes import ErrorCode
 from kcodec.sentinels import NO_LEADER_EPOCH
@@ -33,6 +34,13 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any | None:
     by_id = v >= TOPIC_IDS_SINCE
     hinted: set[int] = set()
     topics = []
+    if req.transactional_id is None and has_transactional_records(req):
+        # KafkaApis: transactional records need a transactional id, else the whole request is refused
+        return (
+            None
+            if req.acks == 0
+            else _refuse_all(req, by_id, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        )
     for td in req.topic_data:
         topic = find_topic(ctx.cluster, td.name, td.topic_id, by_id)
         parts = []
@@ -72,9 +80,9 @@ def _append(ctx: RequestContext, req: Any, topic: Any, pd: Any, by_id: bool) -> 
             error, message = checked.error, checked.message
         else:
             b = checked.batch
-            if b.is_transactional:
-                error, message = ErrorCode.INVALID_TXN_STATE, "the mock broker has no transactions"
-            else:
+            txns = ctx.cluster.transactions
+            error, message = txns.check_produce(p, req.transactional_id, b, v)
+            if error is ErrorCode.NONE:
                 last_seq = b.base_sequence + b.record_count - 1
                 seq = check_sequence(p, b.producer_id, b.producer_epoch, b.base_sequence, last_seq)
                 error = seq.error
@@ -91,6 +99,7 @@ def _append(ctx: RequestContext, req: Any, topic: Any, pd: Any, by_id: bool) -> 
                         appended.base_offset,
                         appended.last_offset,
                     )
+                    txns.note_append(p, b, appended.base_offset)
                     pr.base_offset = appended.base_offset
                     ctx.cluster.notify_data()
     pr.error_code = error
@@ -99,3 +108,20 @@ def _append(ctx: RequestContext, req: Any, topic: Any, pd: Any, by_id: bool) -> 
     if v >= 8:
         pr.error_message = wire_message(message)
     return pr
+
+
+def _refuse_all(req: Any, by_id: bool, error: ErrorCode) -> Any:
+    resp = cls("ProduceResponse")
+    topics = []
+    for td in req.topic_data:
+        parts = [
+            resp.PartitionProduceResponse(index=pd.index, error_code=error, base_offset=-1)
+            for pd in td.partition_data
+        ]
+        tr = resp.TopicProduceResponse(partition_responses=parts)
+        if by_id:
+            tr.topic_id = td.topic_id
+        else:
+            tr.name = td.name
+        topics.append(tr)
+    return resp(responses=topics)

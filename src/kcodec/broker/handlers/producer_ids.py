@@ -36,6 +36,15 @@ async def handle_init_producer_id(ctx: RequestContext, req: Any) -> Any:
         if not 0 < req.transaction_timeout_ms <= MAX_TRANSACTION_TIMEOUT_MS:
             return resp(error_code=ErrorCode.INVALID_TRANSACTION_TIMEOUT, producer_id=-1, producer_epoch=-1)
     cluster = ctx.cluster
+    if tid is not None:  # an open transaction is aborted first (kcodec.broker.transactions)
+        blocked = cluster.transactions.before_init_producer_id(tid, pid, epoch)
+        if blocked is not None:
+            error = (
+                ErrorCode.INVALID_PRODUCER_EPOCH
+                if blocked is ErrorCode.PRODUCER_FENCED and v < 4
+                else blocked
+            )
+            return resp(error_code=error, producer_id=-1, producer_epoch=-1)
     state = cluster.transactional_ids.get(tid) if tid is not None else None
     candidate = cluster.peek_producer_id()
     decision = init_producer_id(tid, pid, epoch, state, candidate, api_version=v)
@@ -45,6 +54,8 @@ async def handle_init_producer_id(ctx: RequestContext, req: Any) -> Any:
         cluster.new_producer_id()
     if tid is not None and decision.state is not None:
         cluster.transactional_ids[tid] = decision.state
+    if tid is not None:
+        cluster.transactions.after_init_producer_id(tid, req.transaction_timeout_ms)
     return resp(
         error_code=ErrorCode.NONE, producer_id=decision.producer_id, producer_epoch=decision.producer_epoch
     )
