@@ -53,6 +53,9 @@ class _Probe:
         if not self.buf:
             self.buf += b"\xff" * 4  # the start is missing: nothing to recognise
 
+    def suspect(self) -> None:
+        pass
+
 
 def _port(ep: str) -> int:
     try:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import struct
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Final
@@ -39,6 +39,9 @@ _RESP_HEAD: Final = struct.Struct(">ii")
 _REQUEST_HINT: Final = re.compile(rb"\x00[\x00-\x7f]\x00[\x00-\x3f]")
 _SIZE_PATH: Final = "frame.size"
 _KEEP: Final = 16  # bytes kept while searching (a candidate's header may start in them)
+#: How far a resync candidate whose frame reaches past the bytes at hand is held, waiting for a
+#: candidate after it whose frame is followed by another plausible frame (checked: preferred).
+_VERIFY: Final = 64 * 1024
 
 
 @dataclass(slots=True)
@@ -151,9 +154,11 @@ class Framer:
         "_buf",
         "_more",
         "_more_len",
+        "_recheck",
         "_skip",
         "_skipped",
         "_start",
+        "_unchecked",
         "_want",
         "_why",
         "direction",
@@ -191,11 +196,16 @@ class Framer:
         self._more: list[bytes] = []
         self._more_len = 0
         self._skip = 0  # bytes still to drop: the rest of a frame broken by a gap
+        # the skip comes from a frame header read before a gap: the first bytes after the gap are
+        # checked first (a damaged segment can make a frame's size claim bytes that are not its own)
+        self._recheck = False
         self._skipped = 0  # bytes dropped while looking for a frame boundary
         self._why = ""
         self.synced = True
         # A stream whose start was not captured may begin inside a frame: check its first frame.
         self.tentative = not stream_start_seen
+        # why the next frame's header is checked before it is believed (while ``tentative``)
+        self._unchecked = "at the start of the stream (its start was not captured)"
         self.latest = 0.0
 
     def _plausible(self, buf: bytes | bytearray, pos: int) -> bool:
@@ -203,21 +213,37 @@ class Framer:
             return plausible_request(buf, pos)
         return self.pairing.plausible_response(buf, pos)
 
-    def _search(self, buf: bytearray, pos: int) -> int | None:
-        """The first plausible frame start at or after ``pos`` (None: none in ``buf``)."""
+    def _candidates(self, buf: bytearray, pos: int) -> Iterator[int]:
+        """Plausible frame starts at or after ``pos``, in order."""
         if self.direction == "request":
             for m in _REQUEST_HINT.finditer(buf, pos + 4):
                 if plausible_request(buf, m.start() - 4):
-                    return m.start() - 4
-            return None
+                    yield m.start() - 4
+            return
         waiting = self.pairing.waiting()
         if not waiting:
-            return None
+            return
         hint = re.compile(b"|".join(re.escape(_I32.pack(c)) for c in waiting[-256:]))
         for m in hint.finditer(buf, pos + 4):
             if self.pairing.plausible_response(buf, m.start() - 4):
-                return m.start() - 4
-        return None
+                yield m.start() - 4
+
+    def _search(self, buf: bytearray, pos: int) -> tuple[int | None, bool]:
+        """The frame start to resync at, at or after ``pos``, and whether it is checked: the first
+        candidate whose frame ends in ``buf`` followed by another plausible frame (or by the end of
+        ``buf``); else the first candidate whose frame reaches past ``buf`` (unchecked); else None."""
+        n = len(buf)
+        first: int | None = None
+        for c in self._candidates(buf, pos):
+            (size,) = _I32.unpack_from(buf, c)
+            end = c + 4 + size
+            if end > n:
+                if first is None:
+                    first = c
+                continue
+            if end == n or n - end < 14 or self._plausible(buf, end):
+                return c, True
+        return first, False
 
     def _lost_sync(self, why: str) -> None:
         self.synced = False
@@ -247,6 +273,18 @@ class Framer:
             self._gather()
             self._cut()
             return
+        if self._skip and self._recheck:
+            self._recheck = False
+            if offset == self._start and self._plausible(data, 0):
+                self.report(
+                    timestamp,
+                    "resync",
+                    f"a plausible frame starts right after the gap: the {self._skip} bytes the frame "
+                    "before it claimed beyond the gap were not skipped",
+                    offset,
+                    0,
+                )
+                self._skip = 0
         if self._skip:
             n = min(self._skip, len(data))
             self._skip -= n
@@ -296,7 +334,11 @@ class Framer:
         size: int
         while True:
             if not self.synced:
-                found = self._search(buf, pos)
+                found, checked = self._search(buf, pos)
+                if found is not None and not checked and n - found < _VERIFY:
+                    self._skipped += found - pos  # wait for more bytes: a checked candidate may follow
+                    pos = found
+                    break
                 if found is None:
                     keep_from = max(pos, n - _KEEP)
                     self._skipped += keep_from - pos
@@ -322,7 +364,7 @@ class Framer:
                     break
                 self.tentative = False
                 if not self._plausible(buf, pos):
-                    self._lost_sync("at the start of the stream (its start was not captured)")
+                    self._lost_sync(self._unchecked)
                     continue
             (size,) = _I32.unpack_from(buf, pos)
             if size < 0 or size > self.max_size:
@@ -389,6 +431,7 @@ class Framer:
                 )
                 if frame_end >= resume:
                     self._skip = frame_end - resume
+                    self._recheck = self._skip > 0
                 else:
                     self._lost_sync("after a gap")
             else:
@@ -401,7 +444,22 @@ class Framer:
         buf.clear()
         self._want = 0
         self._start = resume
-        self.tentative = False
+        # the bytes after a gap may not be where the sequence numbers put them (a damaged header):
+        # the next frame's header is checked against the pairing before it is believed
+        self.tentative = True
+        self._unchecked = self._check_why("after a gap")
+
+    def suspect(self) -> None:
+        """The bytes that follow come from a segment that overlapped bytes already passed on: the
+        next frame's header is checked against the pairing before it is believed."""
+        if self.synced and not self.tentative:
+            self.tentative = True
+            self._unchecked = self._check_why("after overlapping segments")
+
+    def _check_why(self, where: str) -> str:
+        if self.direction == "request":
+            return f"{where} (the frame there did not fit: no valid API key and version)"
+        return f"{where} (the frame there did not fit: no request waits for it)"
 
     def _cut_prefix(self, why: str) -> RawFrame:
         buf = self._buf
@@ -417,6 +475,23 @@ class Framer:
         """The end of the stream: report a frame it ends inside, or bytes no frame was found in."""
         self._gather()
         buf = self._buf
+        if not self.synced and buf:  # a candidate still waiting to be checked: the stream has ended
+            found, _ = self._search(buf, 0)
+            if found is not None:
+                skipped = self._skipped + found
+                if skipped:
+                    self.report(
+                        self.latest,
+                        "resync",
+                        f"skipped {skipped} bytes {self._why} to the next plausible frame",
+                        self._start - self._skipped,
+                        skipped,
+                    )
+                del buf[:found]
+                self._start += found
+                self._skipped = 0
+                self.synced, self.tentative = True, False
+                self._cut()
         if not self.synced:
             skipped = self._skipped + len(buf)
             if skipped:

@@ -7,7 +7,9 @@ from the byte after the SYN (or, for a connection whose start was not captured, 
 of its first few segments), and go past 4 GiB: sequence numbers wrap, offsets do not.
 
 - retransmitted segments (bytes already passed on) are dropped and counted (``retransmits``);
-- overlapping segments are cut to their new bytes (counted in ``overlaps``);
+- overlapping segments are cut to their new bytes (counted in ``overlaps``), and the sink is told
+  (``sink.suspect()``): a segment that overlaps bytes already passed on may have a damaged
+  sequence number, so that its new bytes are not where the stream's frames continue;
 - out-of-order segments wait until the bytes before them arrive, or until the receiver acknowledges
   them (``ack``: it got the missing bytes, the capture did not); what waits is bounded
   (``max_buffered`` bytes, ``max_segments`` segments): past that the missing bytes are given up on
@@ -30,6 +32,8 @@ class StreamSink(Protocol):
     def data(self, offset: int, data: bytes, timestamp: float) -> None: ...
 
     def gap(self, offset: int, length: int, timestamp: float, forced: bool) -> None: ...
+
+    def suspect(self) -> None: ...
 
 
 def _signed(d: int) -> int:
@@ -137,11 +141,19 @@ class HalfStream:
         base = self.base
         assert base is not None
         nxt = self.next
+        if nxt == 0 and not self._heap and ack != base:
+            # before any data, the peer can acknowledge only the SYN: its acknowledgement is where the
+            # stream starts (the SYN's own sequence number may be damaged)
+            self.base = ack
+            return
         off = nxt + ((((ack - base) & _M32) - (nxt & _M32) + _HALF) & _M32) - _HALF  # (_signed inline)
         if off <= self.acked:
             return
         self.acked = off
         while self._heap and self.next < off:
+            if self._heap[0] > off:  # what waits lies beyond the acknowledged bytes: give up on those only
+                self._skip_to(off, self._pending[self._heap[0]][1])
+                break
             self._skip_hole(False)
 
     def push(self, data: bytes, timestamp: float) -> None:
@@ -185,6 +197,7 @@ class HalfStream:
         if off < nxt:
             self.overlaps += 1
             data = data[nxt - off :]
+            self.sink.suspect()
         self.next = nxt + len(data)
         self.delivered += len(data)
         self.sink.data(nxt, data, ts)
@@ -200,9 +213,13 @@ class HalfStream:
     def _skip_hole(self, forced: bool) -> None:
         """Give up on the bytes missing before the first waiting segment."""
         first = self._heap[0]
-        ts = self._pending[first][1]
-        self.sink.gap(self.next, first - self.next, ts, forced)
-        self.next = first
+        self._skip_to(first, self._pending[first][1], forced)
+
+    def _skip_to(self, off: int, ts: float, forced: bool = False) -> None:
+        """Give up on the bytes missing before stream offset ``off`` (a segment with a damaged
+        sequence number may wait far beyond the bytes still to come: they are not skipped)."""
+        self.sink.gap(self.next, off - self.next, ts, forced)
+        self.next = off
         self._drain()
 
     def finish(self) -> None:
