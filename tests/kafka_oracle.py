@@ -279,7 +279,19 @@ def release_json(info: MessageInfo, version: int, release_set: str | None, value
         return value
     if info.is_flexible(version) != in_range(info.flexible[release_set], version):
         raise Redefined(f"{info.name} v{version}: flexible in one spec set only")
+    _check_wire(info, (owner, info.name), (release_set, info.name), version)
     return _renamed(info, (owner, info.name), (release_set, info.name), version, value)
+
+
+def _check_wire(info: MessageInfo, ours: tuple[str, str], theirs: tuple[str, str], version: int) -> None:
+    """``Redefined`` unless every struct of the two definitions has the same fields on the wire."""
+    (our_set, our_struct), (their_set, their_struct) = ours, theirs
+    our_fields = _fields(info, our_set, our_struct, version)
+    pairs = _paired(our_fields, _fields(info, their_set, their_struct, version), version, their_struct)
+    for f in our_fields:
+        struct, other = f.struct_name, pairs[f.json_name].struct_name
+        if struct is not None and other is not None:
+            _check_wire(info, (our_set, struct), (their_set, other), version)
 
 
 def _fields(info: MessageInfo, spec_set: str, struct: str, version: int) -> list[FieldInfo]:

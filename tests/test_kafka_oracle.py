@@ -17,7 +17,13 @@ Unknown tagged fields are drawn too: Kafka keeps them out of its JSON as kcodec 
 direction covers them; the encode direction compares with kcodec's encoding of the JSON (which, like
 Kafka's, has none).
 
-Versions that come from a spec set marked as a proposal (``schemas/sets.json``), not from a Kafka
+kcodec takes every version from the newest spec set that defines it (4.4.0 over 3.9.0). Where an
+older release names a field differently at the same version (3.9's TxnOffsetCommitRequest v3-5
+GenerationId, 4.4's GenerationIdOrMemberEpoch; Vote v0), kcodec's JSON is compared under the
+release's names (``kafka_oracle.release_json``: fields paired in wire order, types checked). A version
+the release marks unstable (``ApiMessageType.latestVersionUnstable``) and a later release redefined
+on the wire is not compared (3.9's ReadShareGroupStateSummaryResponse v0); any other redefinition is a
+disagreement. Versions from a spec set marked as a proposal (``schemas/sets.json``), not from a Kafka
 release, are not compared.  No Java/javac/Maven on a user's machine: the tests skip with one line;
 with ``CI`` set they fail instead.
 """
@@ -44,7 +50,7 @@ from kcodec.model import Message
 pytestmark = pytest.mark.xdist_group("kafka-oracle")  # one worker: one JVM per release per test run
 
 # The release lines: the newest 4.x, and the newest 3.9.x (the last line with the versions 4.0 removed).
-RELEASES = {"3.9": ("3.9.2", "3.9.1")}  # 4.4.0 joins once kcodec has the 4.4.0 specs
+RELEASES = {"4.4": ("4.4.0",), "3.9": ("3.9.2", "3.9.1")}
 
 EXAMPLES_PER_VERSION = 4
 # KIP-320 (leader epochs in fetch, offsets and metadata): the APIs kcodec's fencing work relies on.
@@ -249,3 +255,23 @@ def test_the_oracle_answers_errors_and_keeps_running(oracle: ko.Oracle) -> None:
         oracle._call({"op": "no-such-op"})
     assert oracle.batch([{"op": "encode", "class": "ApiVersionsRequestData", "version": 3,
                                       "json": answers[3]["json"]}]) == [{"hex": "0261026200"}]
+
+
+def test_release_names_follow_the_older_spec_set() -> None:
+    """Kafka 3.9's JsonConverter names TxnOffsetCommitRequest v3's int32 GenerationId (4.0 renamed it
+    GenerationIdOrMemberEpoch; same type, same place): kcodec's JSON is compared under 3.9's names.
+    ReadShareGroupStateSummaryResponse v0, unstable in 3.9, changed on the wire since: not comparable."""
+    info = message_info("TxnOffsetCommitRequest")
+    partition = {"partitionIndex": 0, "committedOffset": 1, "committedLeaderEpoch": -1,
+                 "committedMetadata": None}
+    value = {"transactionalId": "t", "groupId": "g", "producerId": 1, "producerEpoch": 2,
+             "generationIdOrMemberEpoch": 5, "memberId": "m", "groupInstanceId": None,
+             "topics": [{"name": "x", "partitions": [partition]}]}
+    renamed = ko.release_json(info, 3, "3.9.0", value)
+    assert list(renamed) == ["transactionalId", "groupId", "producerId", "producerEpoch", "generationId",
+                             "memberId", "groupInstanceId", "topics"]
+    assert renamed["generationId"] == 5 and renamed["topics"] == value["topics"]
+    assert ko.release_json(info, 3, info.owners[3], value) is value
+    summary = message_info("ReadShareGroupStateSummaryResponse")
+    with pytest.raises(ko.Redefined):
+        ko.release_json(summary, 0, "3.9.0", {"results": []})
