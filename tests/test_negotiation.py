@@ -398,6 +398,10 @@ def test_fingerprint_rules() -> None:
     r40 = dict(release_ranges("4.0.2"))
     assert "4.0.2" in fingerprint(r40)["consistent"]
     assert "4.0.2" not in fingerprint({**r40, 88: (0, 0)})["consistent"]  # StreamsGroupHeartbeat: 4.1+
+    # 4.x brokers advertise Produce from v0 though their specs start at v3; nothing else is let through
+    assert "4.0.2" in fingerprint({**r40, 0: (0, r40[0][1])})["consistent"]
+    assert "4.0.2" not in fingerprint({**r40, 0: (1, r40[0][1])})["consistent"]
+    assert "4.0.2" not in fingerprint({**r40, 1: (0, r40[1][1])})["consistent"]  # Fetch has no such rule
     empty = fingerprint({})
     assert empty["consistent"] == [] and empty["verdict"] == "no API ranges to compare"
 

@@ -125,3 +125,17 @@ def test_entity_type_survives_import_into_the_spec_model() -> None:
         for f in s.fields if f.spec.entity_type
     }
     assert {"topicName", "brokerId", "groupId", "producerId", "transactionalId"} <= kinds
+
+
+def test_a_missing_jar_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KCODEC_M2_REPO", str(tmp_path / "m2"))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no mvn
+    with pytest.raises(jars.JarError) as exc:
+        jars.fetch(jars.clients("4.4.0"))
+    text = str(exc.value)
+    assert "not in" in text and "mvn dependency:get -Dartifact=org.apache.kafka:kafka-clients:4.4.0" in text
+    assert "(needs Maven)" in text
+    with pytest.raises(jars.JarError, match="download disabled"):
+        jars.fetch(jars.clients("4.4.0"), download=False)
+    with pytest.raises(jars.JarError, match="GROUP:ARTIFACT:VERSION"):
+        jars.Coordinates.parse("maven:org.apache.kafka:kafka-clients")

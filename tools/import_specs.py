@@ -73,11 +73,17 @@ DEFAULT_SETS: tuple[tuple[str, str], ...] = (
 with the versions 4.0 removed) and the newest release; see ``tests/test_release_specs.py`` for the
 check that every released version of every 3.9.x and 4.x release is defined by them."""
 
-KNOWN_SOURCES: dict[str, str] = {
-    "3.9.0": "Apache Kafka 3.9.0: the message specs of its kafka-clients jar",
-    "4.4.0": "Apache Kafka 4.4.0: the message specs of its kafka-clients jar",
-}
-"""Provenance text for the well-known sets (override with ``--source``)."""
+KNOWN_SOURCES: dict[str, str] = {}
+"""Provenance text for well-known sets (override with ``--source``); a set read from Apache Kafka's
+kafka-clients jar by its coordinates gets :func:`release_source`'s text."""
+
+
+def release_source(location: str) -> str | None:
+    """The provenance text of a ``maven:org.apache.kafka:kafka-clients:VERSION`` source, else None."""
+    prefix = f"{MAVEN_PREFIX}{CLIENTS}:"
+    if not location.startswith(prefix):
+        return None
+    return f"Apache Kafka {location[len(prefix):]}: the message specs of its kafka-clients jar"
 
 SETS_FILE = "sets.json"
 
@@ -435,7 +441,7 @@ def parse_sets(
         if name == Path(SETS_FILE).stem or name in seen:
             raise SpecError(f"set name {name!r} is reserved or given twice")
         seen.add(name)
-        source = sources.get(name)
+        source = sources.get(name) or release_source(directory)
         if source is None:
             source = f"unspecified (imported from {directory})"
             warn(f"no --source given for set {name!r}; recording {source!r}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import zipfile
@@ -24,6 +25,7 @@ SPEC_PREFIX = "common/message/"
 VERSION_RESOURCE = "kafka/kafka-version.properties"
 MAVEN_PREFIX = "maven:"
 CLIENTS = "org.apache.kafka:kafka-clients"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 #: the last patch release of every Kafka minor release whose kafka-clients jar carries the specs the
 #: project compares with (3.9 is the last 3.x minor; 4.0 removed the versions KIP-896 retired)
@@ -91,10 +93,15 @@ def fetch(coords: Coordinates, repository: Path | None = None, *, download: bool
         raise JarError(f"{coords} is not in {repo}{missing}; {how}" + ("" if mvn else " (needs Maven)"))
     cmd = [mvn, "-q", "-B", "dependency:get", f"-Dartifact={coords}", "-Dtransitive=false",
            f"-Dmaven.repo.local={repo}"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise JarError(f"cannot fetch {coords} with Maven: {exc}; {how}") from None
     if done.returncode != 0 or not path.is_file():
-        tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
-        raise JarError(f"cannot fetch {coords} with Maven: {' | '.join(tail) or 'no output'}; {how}")
+        lines = [_ANSI.sub("", ln).strip() for ln in (done.stdout + done.stderr).splitlines()]
+        errors = [ln for ln in lines if ln.startswith("[ERROR]") and len(ln) > len("[ERROR]")]
+        why = errors[0] if errors else next((ln for ln in reversed(lines) if ln), "no output")
+        raise JarError(f"cannot fetch {coords} with Maven: {why}; {how}")
     return path
 
 

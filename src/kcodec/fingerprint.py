@@ -7,7 +7,8 @@ last patch of every minor release 2.2 … 4.4 (and 3.9.0 beside 3.9.2).
 A release is consistent with a broker when
 
 * every API both know has exactly the release's range (a ``latestVersionUnstable`` API may also stop
-  one version lower: brokers hide unstable versions by default);
+  one version lower: brokers hide unstable versions by default; Produce may start at v0, see
+  :data:`ADVERTISED_MIN`);
 * the broker advertises no API the release does not know;
 * the broker does not omit a core API: one every listed release has and the newest release serves on
   its broker listener (brokers legitimately omit controller-only, ZooKeeper/KRaft-mode-specific and
@@ -29,6 +30,11 @@ from typing import Any
 __all__ = ["ReleaseMatch", "core_apis", "fingerprint", "known_releases", "release_ranges"]
 
 DATA_FILE = "release_api_versions.json"
+
+#: API key -> the lowest version a broker advertises even where its specs start higher: Apache Kafka 4.0
+#: removed Produce v0-2 (KIP-896) yet advertises Produce from v0 (``ApiKeys.
+#: PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION``) so that old clients still connect and get a clear error
+ADVERTISED_MIN: dict[int, int] = {0: 0}
 
 
 @cache
@@ -98,7 +104,9 @@ def _match(release: str, broker: Mapping[int, tuple[int, int]]) -> ReleaseMatch:
         got = broker.get(key)
         if got is None:
             continue
-        ok = got == (lo, hi) or (bool(a.get("latest_version_unstable")) and got == (lo, hi - 1))
+        lows = (lo, min(lo, ADVERTISED_MIN.get(key, lo)))
+        highs = (hi, hi - 1) if a.get("latest_version_unstable") else (hi,)
+        ok = got[0] in lows and got[1] in highs
         if not ok:
             mismatched.append((key, (int(got[0]), int(got[1])), (lo, hi)))
     extra = tuple(sorted(k for k in broker if k not in known))
