@@ -8,7 +8,9 @@ of the session):
 ``apache_kafka``
     a :class:`KafkaCluster` of one combined controller+broker node of the newest 4.x release (4.4.0):
     ``.bootstrap`` ("127.0.0.1:PORT"), ``.address`` ((host, port)), ``.version``, ``.pids``,
-    ``.tool(main_class, *args)`` to run Kafka's command-line tools from the same jars.
+    ``.cluster_id``, ``.tool(main_class, *args)`` to run Kafka's command-line tools from the same jars,
+    ``.create_topic(name, partitions, replication_factor, configs)``, ``.describe_topic(name)`` (parsed
+    kafka-topics --describe), ``.quorum_status()`` (parsed kafka-metadata-quorum describe --status).
 ``apache_kafka_release``
     parametrized over :data:`RELEASES` (ids "4.4" and "3.9"): the same kind of single broker for the
     newest 4.x and the newest 3.9.x release (3.9.2, else 3.9.1). The 4.4 one is ``apache_kafka``'s.

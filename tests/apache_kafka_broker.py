@@ -20,7 +20,10 @@ stopped. Stopping is by pid: SIGTERM, then SIGKILL if it lingers; the directory 
 Settings for tests: internal topics replicated ``nodes`` times with min.insync.replicas 1,
 ``group.initial.rebalance.delay.ms=0``, automatic topic creation on; ``overrides`` adds or replaces
 any server property (e.g. ``{"unclean.leader.election.enable": "true"}``). :meth:`KafkaCluster.tool`
-runs one of Kafka's command-line tools (``org.apache.kafka.tools.TopicCommand``...) from the same jars.
+runs one of Kafka's command-line tools (``org.apache.kafka.tools.TopicCommand``...) from the same jars;
+:meth:`~KafkaCluster.create_topic`, :meth:`~KafkaCluster.describe_topic` (kafka-topics) and
+:meth:`~KafkaCluster.quorum_status` (kafka-metadata-quorum) use them (:class:`KafkaToolError` when
+they fail).
 """
 
 from __future__ import annotations
@@ -47,7 +50,14 @@ from kcodec.errors import KcodecError
 from kcodec.messages import MetadataRequest, MetadataResponse
 from kcodec.negotiation import handshake
 
-__all__ = ["DEFAULT_XMX", "KafkaCluster", "KafkaNode", "KafkaStartError", "KafkaUnavailable"]
+__all__ = [
+    "DEFAULT_XMX",
+    "KafkaCluster",
+    "KafkaNode",
+    "KafkaStartError",
+    "KafkaToolError",
+    "KafkaUnavailable",
+]
 
 HOST = "127.0.0.1"
 DEFAULT_XMX = "512m"
@@ -405,3 +415,74 @@ class KafkaCluster:
         ``tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", b, "--describe")``."""
         command = [*self.java("WARN", TOOL_XMX), main_class, *args]
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+
+    def _checked_tool(self, main_class: str, *args: str) -> str:
+        proc = self.tool(main_class, "--bootstrap-server", self.bootstrap, *args)
+        if proc.returncode != 0:
+            name = main_class.rsplit(".", 1)[-1]
+            raise KafkaToolError(
+                f"{name} {' '.join(args)} exited with {proc.returncode}: {proc.stderr[-2000:]}"
+            )
+        return proc.stdout
+
+    def create_topic(
+        self,
+        topic: str,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        configs: Mapping[str, str] | None = None,
+    ) -> None:
+        """Create a topic with Kafka's kafka-topics (TopicCommand)."""
+        args = ["--create", "--topic", topic, "--partitions", str(partitions)]
+        args += ["--replication-factor", str(replication_factor)]
+        for key, value in (configs or {}).items():
+            args += ["--config", f"{key}={value}"]
+        self._checked_tool(TOPIC_COMMAND, *args)
+
+    def describe_topic(self, topic: str) -> dict[str, object]:
+        """kafka-topics --describe, parsed: ``{"topic_id": str, "partition_count": int, "partitions":
+        {partition: {"leader": int, "replicas": [int], "isr": [int]}}}``."""
+        out = self._checked_tool(TOPIC_COMMAND, "--describe", "--topic", topic)
+        result: dict[str, object] = {}
+        partitions: dict[int, dict[str, object]] = {}
+        for line in out.splitlines():
+            fields = dict(_tool_fields(line))
+            if "Partition" in fields:
+                partitions[int(fields["Partition"])] = {
+                    "leader": int(fields["Leader"]),
+                    "replicas": _ids(fields["Replicas"]),
+                    "isr": _ids(fields["Isr"]),
+                }
+            elif "PartitionCount" in fields:
+                result["topic_id"] = fields["TopicId"]
+                result["partition_count"] = int(fields["PartitionCount"])
+        result["partitions"] = partitions
+        return result
+
+    def quorum_status(self) -> dict[str, str]:
+        """kafka-metadata-quorum describe --status, parsed: ``{"ClusterId": ..., "LeaderId": ..., ...}``."""
+        out = self._checked_tool(QUORUM_COMMAND, "describe", "--status")
+        pairs = (line.split(":", 1) for line in out.splitlines() if ":" in line)
+        return {k.strip(): v.strip() for k, v in pairs}
+
+
+TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
+QUORUM_COMMAND = "org.apache.kafka.tools.MetadataQuorumCommand"
+
+
+class KafkaToolError(RuntimeError):
+    """One of Kafka's command-line tools failed; the message has its exit status and stderr."""
+
+
+def _tool_fields(line: str) -> list[tuple[str, str]]:
+    # "Topic: t\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2\t..." -> [("Topic", "t"), ...]
+    pairs = []
+    for part in line.strip().split("\t"):
+        key, sep, value = part.partition(":")
+        if sep:
+            pairs.append((key.strip(), value.strip()))
+    return pairs
+
+
+def _ids(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
