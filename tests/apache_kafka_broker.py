@@ -15,7 +15,9 @@ Start-up formats each node's storage with ``kafka.tools.StorageTool format`` (on
 the JVMs and waits until every node answers ApiVersions (kcodec's own handshake) and, with several
 nodes, until Metadata lists them all: bounded by a count of attempts. A node that exits or never
 answers raises :class:`KafkaStartError` with the tail of its log, after every process started has been
-stopped. Stopping is by pid: SIGTERM, then SIGKILL if it lingers; the directory is removed.
+stopped. Stopping is by pid: SIGTERM, then SIGKILL if it lingers; the directory is removed. Nodes
+still running when the Python process exits are stopped then (atexit); on Linux a node is also sent
+SIGTERM by the kernel if the process that started it dies without that (PR_SET_PDEATHSIG).
 
 Settings for tests: internal topics replicated ``nodes`` times with min.insync.replicas 1,
 ``group.initial.rebalance.delay.ms=0``, automatic topic creation on; ``overrides`` adds or replaces
@@ -30,14 +32,16 @@ from __future__ import annotations
 
 import atexit
 import base64
+import ctypes
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -83,6 +87,26 @@ log4j.appender.out.Target=System.{stream}
 log4j.appender.out.layout=org.apache.log4j.PatternLayout
 log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c)%n
 """
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """On Linux: a function for the child, between fork and exec, that asks the kernel to SIGTERM it
+    when its parent dies, so that a test run killed outright leaves no broker behind."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+
+    def set_signal() -> None:
+        prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+
+    return set_signal
+
+
+_die_with_parent = _parent_death_signal()
 
 
 class KafkaStartError(KafkaUnavailable):
@@ -220,6 +244,7 @@ class KafkaNode:
                 stderr=subprocess.STDOUT,
                 cwd=self.dir,
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
 
     def signal_stop(self) -> None:
