@@ -155,19 +155,80 @@ def _create_acls(v: int, c: Ctx) -> dict[str, Any]:
     return {"creations": [creation]}
 
 
-def _share_state(v: int, c: Ctx, **partition: Any) -> dict[str, Any]:
+def _share_state(v: int, c: Ctx, group: str | None = None, **partition: Any) -> dict[str, Any]:
+    # The share-group state APIs (share coordinator) read and write the state of a share partition that
+    # InitializeShareGroupState created: they share one group, which InitializeShareGroupState (the
+    # lowest api key of them) initializes first. Kafka answers INVALID_REQUEST for an uninitialized one.
     topic = {"topic_id": c.topic_id, "partitions": [{"partition": 0, **partition}]}
-    return {"group_id": c.unique("share"), "topics": [topic]}
+    return {"group_id": group or f"{c.prefix}-share-state", "topics": [topic]}
 
 
 def _consumer_group_heartbeat(v: int, c: Ctx) -> dict[str, Any]:
     return {
         "group_id": c.unique("group"),
-        "member_id": str(Uuid(uuid.uuid4().bytes)),  # v1+: the member chooses its id
+        "member_id": _member(),
         "member_epoch": 0,
         "rebalance_timeout_ms": 30000,
         "subscribed_topic_names": [c.topic],
         "topic_partitions": [],
+    }
+
+
+def _member() -> str:
+    return str(Uuid(uuid.uuid4().bytes))  # KIP-848 and later: the member chooses its id
+
+
+def _share_fetch(v: int, c: Ctx) -> dict[str, Any]:
+    partition = {"partition_index": 0, "partition_max_bytes": 1 << 20, "acknowledgement_batches": []}
+    return {
+        "group_id": c.unique("share"),
+        "member_id": _member(),
+        "share_session_epoch": 0,  # opens a share session
+        "max_wait_ms": 0,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "max_records": 500,
+        "batch_size": 500,
+        "topics": [{"topic_id": c.topic_id, "partitions": [partition]}],
+        "forgotten_topics_data": [],
+    }
+
+
+def _share_acknowledge(v: int, c: Ctx) -> dict[str, Any]:
+    batch = {"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]}  # 1: accept
+    partition = {"partition_index": 0, "acknowledgement_batches": [batch]}
+    return {
+        "group_id": c.unique("share"),
+        "member_id": _member(),
+        "share_session_epoch": 1,  # a session that does not exist: answered SHARE_SESSION_NOT_FOUND
+        "topics": [{"topic_id": c.topic_id, "partitions": [partition]}],
+    }
+
+
+def _streams_group_heartbeat(v: int, c: Ctx) -> dict[str, Any]:
+    subtopology = {
+        "subtopology_id": "0",
+        "source_topics": [c.topic],
+        "source_topic_regex": [],
+        "state_changelog_topics": [],
+        "repartition_sink_topics": [],
+        "repartition_source_topics": [],
+        "copartition_groups": [],
+    }
+    return {  # a member joining (epoch 0) with its topology, as Kafka Streams' first heartbeat
+        "group_id": c.unique("streams"),
+        "member_id": _member(),
+        "member_epoch": 0,
+        "endpoint_information_epoch": 0,
+        "rebalance_timeout_ms": 30000,
+        "topology": {"epoch": 0, "subtopologies": [subtopology]},
+        "active_tasks": [],
+        "standby_tasks": [],
+        "warmup_tasks": [],
+        "process_id": _member(),
+        "client_tags": [],
+        "task_offsets": [],
+        "task_end_offsets": [],
     }
 
 
@@ -329,8 +390,30 @@ BUILDERS: dict[str, Builder] = {
     "WriteShareGroupState": lambda v, c: _share_state(
         v, c, state_epoch=0, leader_epoch=0, start_offset=0, state_batches=[]
     ),
-    "DeleteShareGroupState": lambda v, c: _share_state(v, c),
+    "DeleteShareGroupState": lambda v, c: _share_state(v, c, c.unique("share")),
     "ReadShareGroupStateSummary": lambda v, c: _share_state(v, c, leader_epoch=0),
+    "ShareGroupHeartbeat": lambda v, c: {
+        "group_id": c.unique("share"),
+        "member_id": _member(),
+        "member_epoch": 0,
+        "subscribed_topic_names": [c.topic],
+    },
+    "ShareGroupDescribe": lambda v, c: {
+        "group_ids": [c.unique("share")],
+        "include_authorized_operations": True,
+    },
+    "ShareFetch": _share_fetch,
+    "ShareAcknowledge": _share_acknowledge,
+    "StreamsGroupHeartbeat": _streams_group_heartbeat,
+    "StreamsGroupTopologyDescriptionUpdate": lambda v, c: {
+        "group_id": c.unique("streams"),
+        "member_id": _member(),
+        "topology_epoch": 0,
+    },
+    "StreamsGroupDescribe": lambda v, c: {
+        "group_ids": [c.unique("streams")],
+        "include_authorized_operations": True,
+    },
 }
 
 

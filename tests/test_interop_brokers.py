@@ -207,10 +207,13 @@ def test_tansu_with_a_capped_client_profile(tansu: tuple[str, int]) -> None:
 def test_apache_kafka_handshake_and_negotiation(apache_kafka_release: KafkaCluster) -> None:
     with Connection(*apache_kafka_release.address, timeout=10) as conn:
         result = handshake(conn)
-        # Apache Kafka answers ApiVersions at kcodec's highest version on the first attempt, no quirk
-        assert [(a.version, a.outcome, a.quirk) for a in result.attempts] == [(KMAX, "ok", None)]
         top = result.broker_ranges[18][1]
-        assert top >= KMAX
+        # Apache Kafka answers ApiVersions at kcodec's highest version on the first attempt, or, when it
+        # has fewer versions, UNSUPPORTED_VERSION in the v0 layout (KIP-511) then the retry; no quirk
+        expected = (
+            [(KMAX, "ok", None)] if top >= KMAX else [(KMAX, "unsupported_version", None), (top, "ok", None)]
+        )
+        assert [(a.version, a.outcome, a.quirk) for a in result.attempts] == expected
         req = ApiVersionsRequest(client_software_name="kcodec", client_software_version="t")
         # every advertised version kcodec has, pipelined (4.4 advertises v5, after kcodec's 3.9 specs)
         ids = [conn.send(req, v) for v in range(min(top, KMAX) + 1)]
@@ -308,7 +311,9 @@ def test_apache_kafka_3_9_fingerprint(apache_kafka_brokers: ApacheKafkaBrokers) 
 @pytest.mark.xfail(
     strict=True,
     reason="kcodec/data/release_api_versions.json has no 4.x release yet (4.x-clients lists the client "
-    "APIs only): the 4.x facts come with the 4.x spec import",
+    "APIs only), and a 4.4.0 entry read from the specs gives Produce 3-13 where the broker advertises "
+    "0-13 (Kafka 4.x keeps Produce's minimum at 0 in ApiVersions for old librdkafka clients and refuses "
+    "v0-v2 on use): the fingerprint needs both",
 )
 def test_apache_kafka_4_4_fingerprint(apache_kafka: KafkaCluster) -> None:
     fingerprint = _fingerprint(apache_kafka)
