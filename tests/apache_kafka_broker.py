@@ -67,7 +67,7 @@ HOST = "127.0.0.1"
 DEFAULT_XMX = "512m"
 TOOL_XMX = "256m"
 # Readiness: attempts, each a connection with a short timeout then a pause (the count bounds the wait).
-READY_ATTEMPTS = 900
+READY_ATTEMPTS = 1500
 READY_PAUSE_S = 0.2
 STOP_WAIT_S = 60.0  # safety net for a clean shutdown before SIGKILL
 JVM_OPTS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")

@@ -96,7 +96,7 @@ def test_cluster_nodes_stop_and_start(apache_kafka_cluster: KafkaCluster) -> Non
         assert not cluster.nodes[3].running and not _pid_alive(pid)
         with Connection(*cluster.nodes[1].address, timeout=10) as conn:
             # a broker that shut down in a controlled way is unregistered (fenced) by the controller
-            for _ in range(300):
+            for _ in range(600):
                 if _brokers(conn) == {1, 2}:
                     break
                 time.sleep(0.1)
