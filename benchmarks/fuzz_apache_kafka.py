@@ -34,7 +34,8 @@ from kcodec.fuzz.session import FuzzConfig, Session  # noqa: E402
 def fuzz(version: str, seconds: float, seed: int, out: Path) -> tuple[float, Counter[str], int]:
     with KafkaCluster(version) as kafka:
         host, port = kafka.address
-        print(f"Apache Kafka {kafka.version} on {kafka.bootstrap} (pid {kafka.pids[0]}); fuzzing {seconds:.0f} s")
+        where = f"{kafka.bootstrap} (pid {kafka.pids[0]})"
+        print(f"Apache Kafka {kafka.version} on {where}; fuzzing {seconds:.0f} s")
         config = FuzzConfig(
             host, port, seed=seed, duration=seconds, iterations=10**9, rate=100_000, timeout=2.0, out=out
         )
@@ -49,7 +50,7 @@ def main() -> int:
     p.add_argument("--version", default="4.4")
     p.add_argument("--seconds", type=float, default=300.0)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--out", type=Path, default=None, help="folder for the findings (default: a temporary one)")
+    p.add_argument("--out", type=Path, default=None, help="folder for the findings (default: a temporary)")
     args = p.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="kcodec-fuzz-apache-"))
     out.mkdir(parents=True, exist_ok=True)
