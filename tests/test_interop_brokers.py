@@ -308,13 +308,6 @@ def test_apache_kafka_3_9_fingerprint(apache_kafka_brokers: ApacheKafkaBrokers) 
 
 
 @pytest.mark.apache_kafka
-@pytest.mark.xfail(
-    strict=True,
-    reason="kcodec/data/release_api_versions.json has no 4.x release yet (4.x-clients lists the client "
-    "APIs only), and a 4.4.0 entry read from the specs gives Produce 3-13 where the broker advertises "
-    "0-13 (Kafka 4.x keeps Produce's minimum at 0 in ApiVersions for old librdkafka clients and refuses "
-    "v0-v2 on use): the fingerprint needs both",
-)
 def test_apache_kafka_4_4_fingerprint(apache_kafka: KafkaCluster) -> None:
     fingerprint = _fingerprint(apache_kafka)
     assert [r for r in fingerprint["consistent"] if not r.startswith("4.4")] == []
