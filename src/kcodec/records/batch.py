@@ -14,13 +14,15 @@ from collections.abc import Iterator
 import crc32c
 
 from kcodec.errors import DecodeError
-from kcodec.records.base import Batch
+from kcodec.records.base import Batch, RecordBudget
 from kcodec.records.compression import CodecError, SizeLimitError, decompress
 from kcodec.records.errors import (
     CorruptRecordError,
     CrcMismatchError,
     DecompressedSizeError,
     DecompressionError,
+    InvalidOffsetError,
+    RecordLimitError,
     UnsupportedCompressionError,
 )
 from kcodec.records.model import Compression, ControlRecord, ControlType, Record, TimestampType
@@ -30,6 +32,10 @@ HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
 CRC_START = 21  # attributes: the CRC covers from here to the end of the batch
 MIN_BATCH_LENGTH = HEADER_SIZE - 12
+#: the smallest record: length, attributes, timestamp delta, offset delta, key and value lengths and
+#: header count, one byte each
+MIN_RECORD_SIZE = 7
+_COUNT_AT = 57  # the record count field, from the batch start
 
 ATTR_COMPRESSION_MASK = 0x07
 ATTR_TIMESTAMP_TYPE = 0x08
@@ -47,6 +53,7 @@ class RecordBatch(Batch):
     __slots__ = (
         "_base_offset",
         "_base_timestamp",
+        "_budget",
         "_buf",
         "_max_decompressed_size",
         "attributes",
@@ -57,13 +64,23 @@ class RecordBatch(Batch):
     _base_offset: int
     _base_timestamp: int
     _buf: memoryview
+    _budget: RecordBudget
     _max_decompressed_size: int
     last_offset_delta_: int
     attributes: int
     record_count: int
     """Records the header declares."""
 
-    def __init__(self, buf: memoryview, pos: int, end: int, *, verify_crc: bool, max_decompressed_size: int):
+    def __init__(
+        self,
+        buf: memoryview,
+        pos: int,
+        end: int,
+        *,
+        verify_crc: bool,
+        max_decompressed_size: int,
+        budget: RecordBudget,
+    ):
         (
             base_offset,
             _length,
@@ -84,6 +101,7 @@ class RecordBatch(Batch):
         self.position = pos
         self.size = end - pos
         self._max_decompressed_size = max_decompressed_size
+        self._budget = budget
         self.attributes = attributes
         if verify_crc:
             computed = crc32c.crc32c(self._buf[CRC_START:])
@@ -107,7 +125,8 @@ class RecordBatch(Batch):
         self.is_transactional = bool(attributes & ATTR_TRANSACTIONAL)
         self.is_control = bool(attributes & ATTR_CONTROL)
         if self.record_count < 0:
-            raise CorruptRecordError(f"negative record count {self.record_count}", pos + 57, base_offset)
+            count = self.record_count
+            raise CorruptRecordError(f"negative record count {count}", pos + _COUNT_AT, base_offset)
 
     @property
     def base_offset(self) -> int:
@@ -132,7 +151,13 @@ class RecordBatch(Batch):
         return self._base_timestamp if self.attributes & ATTR_DELETE_HORIZON else None
 
     def records(self) -> Iterator[Record]:
+        """The records (see ``Batch.records``); the header's record count is first checked against
+        what the bytes can hold and spent from the ``iter_batches`` call's records budget."""
         body = self._buf[HEADER_SIZE:]
+        count = self.record_count
+        if self.compression is Compression.NONE:
+            self._check_fits(count, len(body), "")
+        self._budget.take(count, self.position + _COUNT_AT, self._base_offset)
         if self.compression is Compression.NONE:
             data = bytes(body)
             where = self.position + HEADER_SIZE
@@ -152,6 +177,7 @@ class RecordBatch(Batch):
                 ) from None
             where = self.position + HEADER_SIZE
             compressed = True
+            self._check_fits(count, len(data), "decompressed ")
         log_append_time = self.max_timestamp if self.timestamp_type is TimestampType.LOG_APPEND_TIME else None
         return _parse_records(
             data,
@@ -161,7 +187,17 @@ class RecordBatch(Batch):
             log_append_time,
             where,
             compressed,
+            self.last_offset_delta_,
         )
+
+    def _check_fits(self, count: int, size: int, what: str) -> None:
+        if count > size // MIN_RECORD_SIZE:
+            raise RecordLimitError(
+                f"record count {count} cannot fit in {size} {what}bytes (a record takes at least "
+                f"{MIN_RECORD_SIZE})",
+                self.position + _COUNT_AT,
+                self._base_offset,
+            )
 
 
 def _unzigzag(zz: int) -> int:
@@ -183,13 +219,16 @@ def _parse_records(
     log_append_time: int | None,
     where: int,
     compressed: bool,
+    last_delta: int,
 ) -> Iterator[Record]:
     """The ``count`` records in ``buf``; errors name byte ``where + pos`` (or the decompressed pos).
 
     The records are parsed up front; a corrupt record ends the list and its error is raised by the
     returned iterator after the records before it, as a lazy parser would.
     """
-    records, error = _parse_all(buf, count, base_offset, base_timestamp, log_append_time, where, compressed)
+    records, error = _parse_all(
+        buf, count, base_offset, base_timestamp, log_append_time, where, compressed, last_delta
+    )
     if error is None:
         return iter(records)
     return _then_raise(records, error)
@@ -208,10 +247,14 @@ def _parse_all(
     log_append_time: int | None,
     where: int,
     compressed: bool,
+    last_delta: int,
 ) -> tuple[list[Record], CorruptRecordError | None]:
     """Parse records in one pass: an inlined fast path for the common shapes (varints of 1-3 bytes,
     lengths in range, UTF-8 header keys) and, for any record it does not take, the careful
-    ``_parse_one`` (longer varints, and every error with its exact reason and position)."""
+    ``_parse_one`` (longer varints, and every error with its exact reason and position).
+
+    Offset deltas must increase and stay within ``last_delta`` (what every Kafka writer does, and
+    compaction keeps): otherwise ``InvalidOffsetError``."""
     out: list[Record] = []
     append = out.append
     new = object.__new__
@@ -219,8 +262,9 @@ def _parse_all(
     n = len(buf)
     pos = 0
     fixed_ts = log_append_time
+    prev = -1  # the previous record's offset delta
     try:
-        for _ in range(count):
+        for i in range(count):
             try:
                 # Each varint: one byte (< 0x80), else two (the second < 0x80), else 3 for the lengths
                 # and the timestamp delta; anything else goes to the careful parser.  Lengths are not
@@ -265,6 +309,8 @@ def _parse_all(
                         raise _Slow
                     p += 2
                     off_delta = zz[(b & 0x7F) | (c << 7)]
+                if off_delta <= prev or off_delta > last_delta:
+                    raise _Slow
                 b = buf[p]
                 if b < 0x80:
                     p += 1
@@ -339,6 +385,17 @@ def _parse_all(
                     raise _Slow
             except (_Slow, IndexError, UnicodeDecodeError):
                 record, end = _parse_one(buf, pos, base_offset, base_timestamp, log_append_time)
+                off_delta = record.offset - base_offset
+                if off_delta <= prev or off_delta > last_delta:
+                    note = f" (at decompressed byte {pos})" if compressed else ""
+                    return out, InvalidOffsetError(
+                        f"record {i}: offset delta {off_delta} after {prev} (deltas must increase, "
+                        f"up to the last offset delta {last_delta}){note}",
+                        where if compressed else where + pos,
+                        base_offset,
+                        f"records[{i}].offsetDelta",
+                    )
+                prev = off_delta
                 append(record)
                 pos = end
                 continue
@@ -350,6 +407,7 @@ def _parse_all(
             record.value = value
             record.headers = headers
             append(record)
+            prev = off_delta
             pos = end
         if pos != n:
             raise DecodeError(f"{n - pos} bytes left after the {count} records the header declares", pos)
