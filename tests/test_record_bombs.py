@@ -128,6 +128,33 @@ def test_a_legacy_bomb_builds_at_most_the_budget() -> None:
     assert len(_read_all(data, max_records=200_000)) == 200_000
 
 
+# --- one buffer: decompressed records are read where they were decompressed ---------------------
+
+
+def test_decompressed_records_are_not_copied_whole() -> None:
+    """A small zstd batch of 32 MiB of zeros (refused at its first record): the peak is the buffer
+    decompressed into, not twice it (the review measured 2x through ``records()``)."""
+    size = 32 * MIB
+    data = v2_batch(bytes(size), 1, 0, Compression.ZSTD)
+    error, peak = _peak(lambda: _read_all(data))
+    assert isinstance(error, CorruptRecordError)
+    assert peak < size + 2 * MIB
+
+
+@pytest.mark.parametrize("codec", [Compression.ZSTD, Compression.GZIP, Compression.LZ4, Compression.SNAPPY])
+def test_records_keep_bytes_of_their_own(codec: Compression) -> None:
+    """Read records hold ``bytes`` (not views of the buffer): the peak is the buffer plus what they
+    keep, and the buffer is freed once they are built."""
+    value = 4 * MIB
+    records = b"".join(v2_record(d, bytes([d]) * value) for d in range(4))
+    data = v2_batch(records, 4, 3, codec)
+    got, peak = _peak(lambda: _read_all(data))
+    assert [type(r.value) for r in got] == [bytes] * 4 and [r.value[:1] for r in got] == [
+        bytes([d]) for d in range(4)
+    ]
+    assert peak < 2 * len(records) + 2 * MIB
+
+
 # --- the mock broker ---------------------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from typing import cast
 
 import crc32c
 
@@ -159,14 +160,14 @@ class RecordBatch(Batch):
             self._check_fits(count, len(body), "")
         self._budget.take(count, self.position + _COUNT_AT, self._base_offset)
         if self.compression is Compression.NONE:
-            data = bytes(body)
+            data: bytes | bytearray = bytes(body)
             where = self.position + HEADER_SIZE
             compressed = False
         else:
             try:
-                # the decompressed buffer is a bytearray; records keep bytes keys and values, so it
-                # is turned into bytes here (the records parsed from it will hold as much again)
-                data = bytes(decompress(self.compression, body, self._max_decompressed_size))
+                # the buffer decompressed into (a bytearray) is read in place: each record's key,
+                # value and header values become bytes of their own, the buffer is never copied whole
+                data = decompress(self.compression, body, self._max_decompressed_size)
             except SizeLimitError as e:
                 raise DecompressedSizeError(
                     str(e), self.position + HEADER_SIZE + e.position, self._base_offset
@@ -180,7 +181,9 @@ class RecordBatch(Batch):
             self._check_fits(count, len(data), "decompressed ")
         log_append_time = self.max_timestamp if self.timestamp_type is TimestampType.LOG_APPEND_TIME else None
         return _parse_records(
-            data,
+            # decompressed records are read through a view of their buffer (bytes are read as they
+            # are): _parse_all copies out what the records keep
+            data if type(data) is bytes else cast(bytes, memoryview(data)),
             self.record_count,
             self._base_offset,
             self._base_timestamp,
@@ -254,7 +257,8 @@ def _parse_all(
     ``_parse_one`` (longer varints, and every error with its exact reason and position).
 
     Offset deltas must increase and stay within ``last_delta`` (what every Kafka writer does, and
-    compaction keeps): otherwise ``InvalidOffsetError``."""
+    compaction keeps): otherwise ``InvalidOffsetError``. A ``memoryview`` (of decompressed records) is
+    read in place; what the records keep of it is copied out as ``bytes``."""
     out: list[Record] = []
     append = out.append
     new = object.__new__
@@ -263,6 +267,7 @@ def _parse_all(
     pos = 0
     fixed_ts = log_append_time
     prev = -1  # the previous record's offset delta
+    owned = type(buf) is not bytes  # slices of a view are views: records get bytes of their own
     try:
         for i in range(count):
             try:
@@ -363,7 +368,7 @@ def _parse_all(
                         if b >= 0x80 or b & 1:
                             raise _Slow
                         q = p + 1 + (b >> 1)
-                        hkey = buf[p + 1 : q].decode()
+                        hkey = str(buf[p + 1 : q], "utf-8")
                         b = buf[q]
                         if b < 0x80:
                             p = q + 1
@@ -396,7 +401,7 @@ def _parse_all(
                         f"records[{i}].offsetDelta",
                     )
                 prev = off_delta
-                append(record)
+                append(_own(record) if owned else record)
                 pos = end
                 continue
             # Record(...) without the Python-level __init__ call: every field is set right here.
@@ -406,7 +411,7 @@ def _parse_all(
             record.key = key
             record.value = value
             record.headers = headers
-            append(record)
+            append(_own(record) if owned else record)
             prev = off_delta
             pos = end
         if pos != n:
@@ -419,6 +424,17 @@ def _parse_all(
         return out, CorruptRecordError(reason, where + at, base_offset)
     return out, None
 
+
+
+def _own(record: Record) -> Record:
+    """``record`` with its key, value and header values as ``bytes`` (they were views)."""
+    if record.key is not None:
+        record.key = bytes(record.key)
+    if record.value is not None:
+        record.value = bytes(record.value)
+    if record.headers:
+        record.headers = [(k, None if v is None else bytes(v)) for k, v in record.headers]
+    return record
 
 
 def _read_nullable_bytes(buf: bytes, p: int, end: int, what: str) -> tuple[bytes | None, int]:
@@ -458,7 +474,7 @@ def _parse_one(
             if hklen < 0 or p + hklen > end:
                 raise DecodeError(f"invalid header key length {hklen}", p)
             try:
-                hkey = buf[p : p + hklen].decode("utf-8")
+                hkey = str(buf[p : p + hklen], "utf-8")
             except UnicodeDecodeError:
                 raise DecodeError("header key is not valid UTF-8", p) from None
             p += hklen
