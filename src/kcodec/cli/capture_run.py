@@ -4,9 +4,12 @@ the streaming table or the summary); progress, ``--fail-on`` and exit codes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import click
@@ -18,6 +21,37 @@ from kcodec.cli.capture_output import CaptureOutput, quiet_stdout
 from kcodec.cli.capture_table import TableWriter
 
 __all__ = ["Run"]
+
+
+class Terminated(KeyboardInterrupt):
+    """``SIGTERM`` during a run: it stops as Ctrl-C stops it (workers stopped, output flushed)."""
+
+
+@contextlib.contextmanager
+def _sigterm_stops() -> Iterator[None]:
+    """While the block runs, ``SIGTERM`` raises :class:`Terminated` in the main thread."""
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Terminated
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # (not the main thread: signals are not ours to handle)
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted(e: KeyboardInterrupt) -> int:
+    """Say why the run stopped; its exit status (128 + the signal's number)."""
+    if isinstance(e, Terminated):
+        click.echo("terminated", err=True)
+        return 128 + signal.SIGTERM
+    click.echo("interrupted", err=True)
+    return 130
 
 
 class _Progress:
@@ -124,8 +158,12 @@ class Run:
     # --- the loop -------------------------------------------------------------------------------------
 
     def execute(self, conditions: frozenset[str]) -> int:
-        if self.jobs > 1:
-            return self._execute_parallel(conditions)
+        with _sigterm_stops():
+            if self.jobs > 1:
+                return self._execute_parallel(conditions)
+            return self._execute_one(conditions)
+
+    def _execute_one(self, conditions: frozenset[str]) -> int:
         progress = _Progress(self.source, self.label) if self.show_progress else None
         try:
             events = iter_capture(
@@ -144,11 +182,10 @@ class Run:
             self._stop(progress)
             click.echo(f"kcodec decode-capture: {self.label}: {e}", err=True)
             return 1
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
             self._stop(progress)
             self.output.flush()
-            click.echo("interrupted", err=True)
-            return 130
+            return _interrupted(e)
         except BrokenPipeError:
             self._stop(progress)
             quiet_stdout()
@@ -196,12 +233,11 @@ class Run:
             if not e.unreadable:
                 click.echo("(a worker process failed: -j 1 decodes in one process)", err=True)
             return 1
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
             run.stop()
             self._stop(progress)
             out.flush()
-            click.echo("interrupted", err=True)
-            return 130
+            return _interrupted(e)
         except BrokenPipeError:
             run.stop()
             self._stop(progress)
