@@ -1,7 +1,8 @@
 """``decode-capture -j 2`` leaves no worker behind: SIGKILL to the parent (the kernel kills its workers:
 PR_SET_PDEATHSIG) and SIGTERM (stops like Ctrl-C: workers stopped, "terminated", status 143). The
 summary mode keeps its workers decoding without writing much to the parent, the case where they used
-to run on alone; stopped (SIGSTOP) before the parent is killed, only the kernel can end them. Waits are counted polls of /proc (a generous safety net, no time measured)."""
+to run on alone; stopped (SIGSTOP) before the parent is killed, only the kernel can end them. Waits
+are counted polls of /proc (a generous safety net, no time measured)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-from capture_workload import write_capture  # noqa: E402
+from capture_workload import write_capture
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 
