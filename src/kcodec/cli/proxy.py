@@ -105,6 +105,28 @@ def _fail(message: str) -> None:
     help="Seconds a side may take nothing while data waits for it before both sides are closed.",
 )
 @click.option(
+    "--idle-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    help="Seconds a client may send nothing (no response awaited) before it is closed "
+    "(Kafka's connections.max.idle.ms).",
+)
+@click.option(
+    "--request-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds a request may take to arrive whole once it has begun; slower clients are closed.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=1024,
+    show_default=True,
+    help="Client connections open at a time; more are closed on arrival (with a notice).",
+)
+@click.option(
     "--max-frame-size",
     type=click.IntRange(min=12, max=2**31 - 1),
     default=DEFAULT_MAX_FRAME,
@@ -127,6 +149,9 @@ def proxy_command(
     no_rewrite: bool,
     connect_timeout: float,
     stall_timeout: float,
+    idle_timeout: float,
+    request_timeout: float,
+    max_connections: int,
     max_frame_size: int,
     strict: bool,
 ) -> None:
@@ -158,11 +183,15 @@ def proxy_command(
     limits = SessionLimits(
         connect_timeout=connect_timeout,
         stall_timeout=stall_timeout,
+        idle_timeout=idle_timeout,
+        request_timeout=request_timeout,
         max_frame_size=max_frame_size,
         rewrite=not no_rewrite,
     )
     decode = not (quiet and json_path is None and not summary)
-    config = ProxyConfig(listen_at, upstream_at, limits=limits, decode=decode, strict=strict)
+    config = ProxyConfig(
+        listen_at, upstream_at, limits=limits, max_connections=max_connections, decode=decode, strict=strict
+    )
     try:
         code = asyncio.run(_serve(config, view, pcap))
     finally:
