@@ -15,6 +15,7 @@ import click
 
 from kcodec.cli.capture_filters import EventFilter, parse_apis, parse_topics
 from kcodec.cli.common import CONTEXT_SETTINGS, broker_address
+from kcodec.cli.values import FiniteFloatRange
 
 if TYPE_CHECKING:  # imported when the command runs (kcodec --help stays fast)
     from kcodec.cli.proxy_view import ProxyView
@@ -92,21 +93,21 @@ def _fail(message: str) -> None:
 @click.option("--no-rewrite", is_flag=True, help="Forward broker addresses as they are (clients may leave).")
 @click.option(
     "--connect-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloatRange(min=0, min_open=True),
     default=10.0,
     show_default=True,
     help="Seconds to connect to a broker before giving up on the client's connection.",
 )
 @click.option(
     "--stall-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloatRange(min=0, min_open=True),
     default=30.0,
     show_default=True,
     help="Seconds a side may take nothing while data waits for it before both sides are closed.",
 )
 @click.option(
     "--idle-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloatRange(min=0, min_open=True),
     default=600.0,
     show_default=True,
     help="Seconds a client may send nothing (no response awaited) before it is closed "
@@ -114,7 +115,7 @@ def _fail(message: str) -> None:
 )
 @click.option(
     "--request-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloatRange(min=0, min_open=True),
     default=30.0,
     show_default=True,
     help="Seconds a request may take to arrive whole once it has begun; slower clients are closed.",
