@@ -4,12 +4,9 @@ the streaming table or the summary); progress, ``--fail-on`` and exit codes."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any, Literal
 
 import click
@@ -19,39 +16,10 @@ from kcodec.capture.connection import DEFAULT_PORTS
 from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_output import CaptureOutput, quiet_stdout
 from kcodec.cli.capture_table import TableWriter
+from kcodec.cli.stopping import interrupted as _interrupted
+from kcodec.cli.stopping import sigterm_stops as _sigterm_stops
 
 __all__ = ["Run"]
-
-
-class Terminated(KeyboardInterrupt):
-    """``SIGTERM`` during a run: it stops as Ctrl-C stops it (workers stopped, output flushed)."""
-
-
-@contextlib.contextmanager
-def _sigterm_stops() -> Iterator[None]:
-    """While the block runs, ``SIGTERM`` raises :class:`Terminated` in the main thread."""
-
-    def stop(signum: int, frame: Any) -> None:
-        raise Terminated
-
-    try:
-        previous = signal.signal(signal.SIGTERM, stop)
-    except ValueError:  # (not the main thread: signals are not ours to handle)
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _interrupted(e: KeyboardInterrupt) -> int:
-    """Say why the run stopped; its exit status (128 + the signal's number)."""
-    if isinstance(e, Terminated):
-        click.echo("terminated", err=True)
-        return 128 + signal.SIGTERM
-    click.echo("interrupted", err=True)
-    return 130
 
 
 class _Progress:
