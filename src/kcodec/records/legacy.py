@@ -204,15 +204,26 @@ class LegacyBatch(Batch):
             raise DecompressedSizeError(str(e), msg.value_pos + e.position, eb) from None
         except CodecError as e:
             raise DecompressionError(str(e), msg.value_pos + e.position, eb) from None
-        buf = memoryview(data)
-        inner: list[_Message] = []
+        out = self._read_inner(memoryview(data), where, eb)
+        if msg.magic > 0:  # magic 1: inner offsets are relative, the wrapper's is the last record's
+            shift = msg.offset - out[-1].offset
+            for record in out:
+                record.offset += shift
+        return out
+
+    def _read_inner(self, buf: memoryview, where: int, eb: int) -> list[Record]:
+        """The decompressed inner messages as records (their own offsets), each built as it is read
+        (no parsed message is kept): at most the records budget of them."""
+        msg = self._message
+        log_append = self.timestamp_type is TimestampType.LOG_APPEND_TIME
+        out: list[Record] = []
         pos = 0
         n = len(buf)
         budget = self._budget
         try:
             while pos < n:
-                if len(inner) == budget.left:  # one more would exceed the budget
-                    budget.take(len(inner) + 1, where, eb)
+                if len(out) == budget.left:  # one more would exceed the budget
+                    budget.take(len(out) + 1, where, eb)
                 if n - pos < 17:
                     raise CorruptRecordError(
                         f"{n - pos} trailing bytes in the decompressed message set", where, eb
@@ -231,15 +242,17 @@ class LegacyBatch(Batch):
                     _crc_check(buf, pos, end, m.crc, 0, eb)
                 if m.attributes & ATTR_COMPRESSION_MASK:
                     raise CorruptRecordError("inner message is itself compressed", where, eb)
-                if inner and m.offset <= inner[-1].offset:
+                if out and m.offset <= out[-1].offset:
                     raise InvalidOffsetError(
-                        f"inner message {len(inner)}: offset {m.offset} after {inner[-1].offset} (inner "
+                        f"inner message {len(out)}: offset {m.offset} after {out[-1].offset} (inner "
                         f"offsets must increase) (at decompressed byte {pos})",
                         where,
                         eb,
-                        f"records[{len(inner)}].offset",
+                        f"records[{len(out)}].offset",
                     )
-                inner.append(m)
+                ts = NO_TIMESTAMP if m.magic == 0 else msg.timestamp if log_append else m.timestamp
+                key = None if m.key is None else bytes(m.key)
+                out.append(Record(m.offset, ts, key, None if m.value is None else bytes(m.value), []))
                 pos = end
         except CorruptRecordError as e:
             if e.offset != where:  # positions inside decompressed data: point at the wrapper value
@@ -247,26 +260,7 @@ class LegacyBatch(Batch):
                 err.base_offset = eb
                 raise err from None
             raise
-        if not inner:
+        if not out:
             raise CorruptRecordError("compressed message holds no messages", where, eb)
-        budget.take(len(inner), where, eb)
-        shift = msg.offset - inner[-1].offset if msg.magic > 0 else 0  # magic 1: relative inner offsets
-        log_append = self.timestamp_type is TimestampType.LOG_APPEND_TIME
-        out: list[Record] = []
-        for m in inner:
-            if m.magic == 0:
-                ts = NO_TIMESTAMP
-            elif log_append:
-                ts = msg.timestamp
-            else:
-                ts = m.timestamp
-            out.append(
-                Record(
-                    m.offset + shift,
-                    ts,
-                    None if m.key is None else bytes(m.key),
-                    None if m.value is None else bytes(m.value),
-                    [],
-                )
-            )
+        budget.take(len(out), where, eb)
         return out
