@@ -340,15 +340,28 @@ def test_property_build_decode(data: st.DataObject) -> None:
         assert build_batch(got, compression=codec, base_offset=base, **kw) == built
 
 
-def _careful_records(buf: bytes, count: int) -> tuple[list[Record], tuple[str, str, int] | None]:
-    """Reference: every record through the careful parser (what the fast path must agree with)."""
+def _careful_records(
+    buf: bytes, count: int, last_delta: int
+) -> tuple[list[Record], tuple[str, str, int] | None]:
+    """Reference: every record through the careful parser (what the fast path must agree with),
+    offset deltas increasing up to ``last_delta``."""
     from kcodec.records.batch import _parse_one
 
     out: list[Record] = []
     pos = 0
+    prev = -1
     try:
-        for _ in range(count):
-            record, pos = _parse_one(buf, pos, 100, 1000, None)
+        for i in range(count):
+            record, end = _parse_one(buf, pos, 100, 1000, None)
+            delta = record.offset - 100
+            if not prev < delta <= last_delta:
+                reason = (
+                    f"record {i}: offset delta {delta} after {prev} (deltas must increase, up to the "
+                    f"last offset delta {last_delta})"
+                )
+                return out, ("InvalidOffsetError", f"batch at offset 100: {reason}", 61 + pos)
+            prev = delta
+            pos = end
             out.append(record)
         if pos != len(buf):
             raise DecodeError(
@@ -386,14 +399,15 @@ def test_fast_record_parser_agrees_with_careful_parser(data: st.DataObject) -> N
         body[pos] = byte
     body = body[: data.draw(st.integers(0, len(body)))] if data.draw(st.booleans()) else body
     count = max(0, len(recs) + data.draw(st.sampled_from([0, 0, 1, -1])))
+    last_delta = len(recs) - 1 + data.draw(st.sampled_from([0, 0, 1, -1]))
     got: list[Record] = []
     error = None
     try:
-        for r in _parse_records(bytes(body), count, 100, 1000, None, 61, False):
+        for r in _parse_records(bytes(body), count, 100, 1000, None, 61, False, last_delta):
             got.append(r)
     except CorruptRecordError as e:
         error = (type(e).__name__, str(e).split(" at byte ")[0], e.offset)
-    assert (got, error) == _careful_records(bytes(body), count)
+    assert (got, error) == _careful_records(bytes(body), count, last_delta)
 
 
 # --- errors --------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ another protocol, a failed TLS handshake).
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import socket
 import ssl
 from collections.abc import Awaitable, Callable
@@ -57,6 +58,7 @@ def parse_host_port(target: str, default_port: int = 9092) -> tuple[str, int]:
         host, port_text = text, None
     if not host:
         raise InvalidArgumentError(f"{target!r}: no host name before the port")
+    check_host(host, target)
     if port_text is None:
         return host, default_port
     if not port_text:
@@ -64,6 +66,23 @@ def parse_host_port(target: str, default_port: int = 9092) -> tuple[str, int]:
     if not port_text.isdigit():
         raise InvalidArgumentError(f"{target!r}: port {port_text!r} is not a number")
     return host, check_port(int(port_text), target)
+
+
+def check_host(host: str, target: object = None) -> str:
+    """``host`` if it can be looked up: an IP address, or a name whose labels are 1-63 characters
+    (IDNA), else ``InvalidArgumentError`` (rather than the resolver's ``UnicodeError``)."""
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        pass
+    try:
+        host.encode("idna")
+    except UnicodeError as e:
+        where = f"{target!r}: " if target is not None else ""
+        reason = "a label is empty or longer than 63 characters" if "label" in str(e) else "not IDNA"
+        raise InvalidArgumentError(f"{where}not a valid host name ({reason})") from None
+    return host
 
 
 def check_port(port: int, target: object = None) -> int:

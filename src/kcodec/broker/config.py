@@ -17,6 +17,10 @@ class BrokerConfig:
     connection (as Kafka does), a partition keeps at most ``partition_max_bytes`` of batches (the oldest
     are dropped, the log start offset moves on), and no more than ``max_partitions`` partitions,
     ``max_connections`` connections per broker and ``max_groups`` groups exist at once.
+    Connections cannot hold a broker: one that sends nothing for ``connections_max_idle_ms`` (Kafka's
+    ``connections.max.idle.ms``, 10 minutes) is closed, as is one whose request frame, once its first
+    byte came, takes longer than ``request_timeout_ms`` to arrive whole (Kafka's ``request.timeout.ms``
+    default), or that reads nothing of a response for ``connections_max_idle_ms``.
     """
 
     brokers: int = 1
@@ -31,6 +35,8 @@ class BrokerConfig:
     max_request_bytes: int = 64 * MIB
     max_partitions: int = 10_000
     max_connections: int = 1_000
+    connections_max_idle_ms: int = 600_000
+    request_timeout_ms: int = 30_000
     max_groups: int = 1_000
     max_wait_ms: int = 30_000  # cap on a Fetch's MaxWaitMs
     group_initial_rebalance_delay_ms: int = 0
@@ -45,6 +51,8 @@ class BrokerConfig:
             raise ValueError("default_partitions must be at least 1")
         if not 0 <= self.default_replication_factor <= self.brokers:
             raise ValueError(f"default_replication_factor must be 0-{self.brokers}")
+        if min(self.connections_max_idle_ms, self.request_timeout_ms, self.max_connections) < 1:
+            raise ValueError("connections_max_idle_ms, request_timeout_ms, max_connections must be >= 1")
         if min(self.partition_max_bytes, self.max_request_bytes) < 1024:
             raise ValueError("partition_max_bytes and max_request_bytes must be at least 1024")
 

@@ -1,7 +1,12 @@
 """One mock broker: an asyncio listener that reads request frames, answers them through the handlers
 and writes responses in order. Malformed input gets Kafka's treatment, never a crash: a frame size
 out of bounds, an unknown API, an unsupported version (except ApiVersions, KIP-511) or a body that does
-not decode closes the connection."""
+not decode closes the connection.
+
+No connection can hold the broker (BrokerConfig): one idle for ``connections_max_idle_ms``, or whose
+request frame trickles in for longer than ``request_timeout_ms``, or that reads nothing of a response
+for ``connections_max_idle_ms``, is closed, and what the broker still had to write to it is dropped
+(as it is for a client that went away); connections past ``max_connections`` are closed on arrival."""
 
 from __future__ import annotations
 
@@ -67,8 +72,15 @@ class BrokerServer:
         assert task is not None
         self._tasks.add(task)
         try:
-            if self.connections >= self.cluster.config.max_connections:
-                log.warning("broker %d: connection limit reached, closing a new connection", self.node_id)
+            limit = self.cluster.config.max_connections
+            if self.connections >= limit:
+                log.warning(
+                    "broker %d: %d connections open (max_connections), closing the new one from %s",
+                    self.node_id,
+                    limit,
+                    writer.get_extra_info("peername"),
+                )
+                writer.transport.abort()
                 return
             self.connections += 1
             try:
@@ -79,25 +91,53 @@ class BrokerServer:
             pass  # the broker is closing: end quietly (the task ends normally, nothing to report)
         finally:
             self._tasks.discard(task)
-            writer.close()
+            if writer.transport.get_write_buffer_size():
+                writer.transport.abort()  # the client is gone or stuck: drop what it did not take
+            else:
+                writer.close()
+            lost = reader.exception()
+            if lost is not None:  # drain() re-raised it through _serve: its traceback holds that frame
+                lost.__traceback__ = None  # (and the frame the reader: a cycle only the gc would end)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        limit = self.cluster.config.max_request_bytes
+        idle_ms = self.cluster.config.connections_max_idle_ms
         try:
             while True:
-                head = await reader.readexactly(4)
-                (size,) = _SIZE.unpack(head)
-                if not _HEAD.size <= size <= limit:
-                    raise Close(f"request size {size} outside [{_HEAD.size}, {limit}]")
-                frame = head + await reader.readexactly(size)
+                frame = await self._next_frame(reader)
                 reply = await self.process(frame)
                 if reply is not None:
                     writer.writelines(reply)
-                    await writer.drain()
+                    del reply  # (the transport holds what it did not send yet, and drops it on close)
+                    try:
+                        async with asyncio.timeout(idle_ms / 1000):
+                            await writer.drain()
+                    except TimeoutError:
+                        raise Close(f"the client read nothing of a response for {idle_ms} ms") from None
         except (asyncio.IncompleteReadError, ConnectionError):
             return
         except Close as e:
             log.info("broker %d: closing a connection: %s", self.node_id, e)
+
+    async def _next_frame(self, reader: asyncio.StreamReader) -> bytes:
+        """The next request frame: its first byte within ``connections_max_idle_ms``, all of it
+        within ``request_timeout_ms`` of that byte (else :class:`Close`)."""
+        config = self.cluster.config
+        limit = config.max_request_bytes
+        try:
+            async with asyncio.timeout(config.connections_max_idle_ms / 1000):
+                first = await reader.readexactly(1)
+        except TimeoutError:
+            raise Close(f"idle for {config.connections_max_idle_ms} ms (connections_max_idle_ms)") from None
+        try:
+            async with asyncio.timeout(config.request_timeout_ms / 1000):
+                head = first + await reader.readexactly(3)
+                (size,) = _SIZE.unpack(head)
+                if not _HEAD.size <= size <= limit:
+                    raise Close(f"request size {size} outside [{_HEAD.size}, {limit}]")
+                return head + await reader.readexactly(size)
+        except TimeoutError:
+            ms = config.request_timeout_ms
+            raise Close(f"a request frame took over {ms} ms to arrive (request_timeout_ms)") from None
 
     async def process(self, frame: bytes) -> list[bytes | bytearray | memoryview] | None:
         """The response frame to one request frame, as buffers to write in order (None: no response,

@@ -40,6 +40,28 @@ SIGINT_EXIT = 130
     show_default=True,
     help="Bytes of batches a partition keeps (older ones are dropped).",
 )
+@click.option(
+    "--connections-max-idle-ms",
+    type=click.IntRange(1),
+    default=600_000,
+    show_default=True,
+    help="Close a connection that sends nothing (or reads nothing of a response) this long (Kafka's "
+    "connections.max.idle.ms).",
+)
+@click.option(
+    "--request-timeout-ms",
+    type=click.IntRange(1),
+    default=30_000,
+    show_default=True,
+    help="Close a connection whose request frame takes longer than this to arrive once it has begun.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(1),
+    default=1_000,
+    show_default=True,
+    help="Connections per broker at a time; more are closed on arrival (and logged).",
+)
 def broker_command(
     listen: str,
     brokers: int,
@@ -47,6 +69,9 @@ def broker_command(
     control: str | None,
     proposals: bool,
     partition_max_bytes: int,
+    connections_max_idle_ms: int,
+    request_timeout_ms: int,
+    max_connections: int,
 ) -> None:
     """Run an in-memory mock Kafka cluster that enforces leader-epoch fencing.
 
@@ -65,6 +90,9 @@ def broker_command(
             port=port,
             proposals=proposals,
             partition_max_bytes=partition_max_bytes,
+            connections_max_idle_ms=connections_max_idle_ms,
+            request_timeout_ms=request_timeout_ms,
+            max_connections=max_connections,
         )
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--listen/--brokers") from e

@@ -16,6 +16,8 @@ from kcodec.capture.connection import DEFAULT_PORTS
 from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_output import CaptureOutput, quiet_stdout
 from kcodec.cli.capture_table import TableWriter
+from kcodec.cli.stopping import interrupted as _interrupted
+from kcodec.cli.stopping import sigterm_stops as _sigterm_stops
 
 __all__ = ["Run"]
 
@@ -124,8 +126,12 @@ class Run:
     # --- the loop -------------------------------------------------------------------------------------
 
     def execute(self, conditions: frozenset[str]) -> int:
-        if self.jobs > 1:
-            return self._execute_parallel(conditions)
+        with _sigterm_stops():
+            if self.jobs > 1:
+                return self._execute_parallel(conditions)
+            return self._execute_one(conditions)
+
+    def _execute_one(self, conditions: frozenset[str]) -> int:
         progress = _Progress(self.source, self.label) if self.show_progress else None
         try:
             events = iter_capture(
@@ -144,11 +150,10 @@ class Run:
             self._stop(progress)
             click.echo(f"kcodec decode-capture: {self.label}: {e}", err=True)
             return 1
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
             self._stop(progress)
             self.output.flush()
-            click.echo("interrupted", err=True)
-            return 130
+            return _interrupted(e)
         except BrokenPipeError:
             self._stop(progress)
             quiet_stdout()
@@ -196,12 +201,11 @@ class Run:
             if not e.unreadable:
                 click.echo("(a worker process failed: -j 1 decodes in one process)", err=True)
             return 1
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
             run.stop()
             self._stop(progress)
             out.flush()
-            click.echo("interrupted", err=True)
-            return 130
+            return _interrupted(e)
         except BrokenPipeError:
             run.stop()
             self._stop(progress)

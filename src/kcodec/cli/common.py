@@ -8,6 +8,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
+from kcodec.cli.values import FiniteFloatRange
 from kcodec.errors import KcodecError
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option(
             "--timeout",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteFloatRange(min=0, min_open=True),
             default=5.0,
             show_default=True,
             help="Seconds to wait for each connection and response.",
@@ -173,7 +174,12 @@ def parse_listen(text: str, option: str) -> tuple[str, int]:
     host = host.strip("[]")
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise click.BadParameter(f"{text!r}: expected HOST:PORT (port 0-65535)", param_hint=option)
-    return host, int(port)
+    from kcodec.transport import check_host
+
+    try:
+        return check_host(host, text), int(port)
+    except KcodecError as e:
+        raise click.BadParameter(str(e), param_hint=option) from None
 
 
 def kafka_port_options(command: Any) -> Any:

@@ -6,7 +6,12 @@ workers started, on the critical path of every parallel run.)
 
 A message is a 4-byte big-endian length and that many bytes. The child runs its function and leaves
 with ``os._exit`` (an exception it lets out is printed on stderr, status 1): nothing of the parent's
-(buffered output, ``atexit`` handlers, ``finally`` blocks further up the stack) runs again in it."""
+(buffered output, ``atexit`` handlers, ``finally`` blocks further up the stack) runs again in it.
+
+A worker never outlives its parent: on Linux the kernel kills it when the parent ends, however the
+parent ends (``prctl(PR_SET_PDEATHSIG, SIGKILL)``); elsewhere it ends at its next write to the pipe
+(whose reading end went with the parent). It takes ``SIGTERM`` with the default action (the
+parent's own handler, if it has one, is not inherited)."""
 
 from __future__ import annotations
 
@@ -147,12 +152,43 @@ def _collect_less() -> None:
     gc.set_threshold(YOUNG_OBJECTS, 50, 1000)
 
 
+#: prctl's option: the signal the calling process gets when its parent ends (linux/prctl.h)
+PR_SET_PDEATHSIG = 1
+_prctl: list[Callable[..., int] | None] = []  # libc's prctl, looked up once in the parent (or None)
+
+
+def _libc_prctl() -> Callable[..., int] | None:
+    """libc's ``prctl`` on Linux (looked up in the parent, so that a worker only calls it)."""
+    if not _prctl:
+        found: Callable[..., int] | None = None
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                found = ctypes.CDLL(None, use_errno=True).prctl
+            except (OSError, AttributeError):
+                found = None
+        _prctl.append(found)
+    return _prctl[0]
+
+
+def _die_with(parent: int, prctl: Callable[..., int] | None) -> None:
+    """In a new worker: be killed when ``parent`` ends (Linux), and end now if it already has."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if prctl is not None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent ended before the line above
+        os._exit(1)
+
+
 def start(target: Callable[[PipeWriter], None], close_in_child: list[int], pipe_size: int = 0) -> Worker:
     """Fork a worker that runs ``target`` with the writing end of its pipe, then exits (status 0, or
     1 if ``target`` raised). ``close_in_child``: descriptors the child closes first (the reading ends
     of the workers started before it, which are no business of its). ``pipe_size``: the pipe's
     capacity in bytes, where the system allows setting it (Linux: 64 KiB by default; larger means
     fewer, larger reads and writes)."""
+    prctl = _libc_prctl()
+    parent = os.getpid()
     r, w = os.pipe()
     if pipe_size:
         _widen(w, pipe_size)
@@ -166,6 +202,7 @@ def start(target: Callable[[PipeWriter], None], close_in_child: list[int], pipe_
     if pid == 0:  # the child
         code = 1
         try:
+            _die_with(parent, prctl)
             _collect_less()
             os.close(r)
             for fd in close_in_child:

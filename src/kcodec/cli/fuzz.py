@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from kcodec.cli.common import CONTEXT_SETTINGS
+from kcodec.cli.values import FiniteFloatRange, OutputDirectory
 from kcodec.errors import KcodecError
 
 
@@ -29,8 +30,8 @@ def _target(value: str) -> tuple[str, int]:
 
     try:
         host, port = parse_host_port(value)
-    except ValueError:
-        raise click.BadParameter(f"{value!r}: expected HOST:PORT", param_hint="TARGET") from None
+    except ValueError as e:  # (InvalidArgumentError: it says what is wrong)
+        raise click.BadParameter(str(e), param_hint="TARGET") from None
     if not host or not 0 < port < 65536:
         raise click.BadParameter(f"{value!r}: expected HOST:PORT", param_hint="TARGET")
     return host, port
@@ -70,24 +71,24 @@ def fuzz_command() -> None:
 
 @fuzz_command.command("run", context_settings=CONTEXT_SETTINGS)
 @click.argument("target")
-@click.option("--duration", type=click.FloatRange(min=0.1, max=7 * 86400), default=60.0, show_default=True,
+@click.option("--duration", type=FiniteFloatRange(min=0.1, max=7 * 86400), default=60.0, show_default=True,
               help="Stop after this many seconds.")
 @click.option("--iterations", type=click.IntRange(min=1), default=10_000, show_default=True,
               help="Stop after this many requests.")
-@click.option("--rate", type=click.FloatRange(min=0.1, max=100_000), default=200.0, show_default=True,
+@click.option("--rate", type=FiniteFloatRange(min=0.1, max=100_000), default=200.0, show_default=True,
               help="At most this many requests per second.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed: the same seed sends the same requests.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--out", type=OutputDirectory(), default=None,
               help="Folder for the finding files (one JSON file per kind and API).")
 @click.option("--api", "api_names", multiple=True, metavar="API[=MIN-MAX]",
               help="Fuzz only these APIs (names or keys; repeatable or comma-separated).")
-@click.option("--timeout", type=click.FloatRange(min=0.05, max=600), default=2.0, show_default=True,
+@click.option("--timeout", type=FiniteFloatRange(min=0.05, max=600), default=2.0, show_default=True,
               help="Seconds to wait for each reply.")
 @click.option("--connections", type=click.IntRange(1, 64), default=1, show_default=True)
 @click.option("--pipeline", type=click.IntRange(1, 256), default=1, show_default=True,
               help="Requests sent back to back before their replies are read.")
-@click.option("--valid-rate", type=click.FloatRange(0, 1), default=0.2, show_default=True,
+@click.option("--valid-rate", type=FiniteFloatRange(0, 1), default=0.2, show_default=True,
               help="Share of requests sent unmutated.")
 @click.option("--no-minimize", is_flag=True, help="Keep findings' requests as they were sent.")
 @click.option("--allow-remote", is_flag=True, help="Allow a target that is not on loopback.")
@@ -167,7 +168,7 @@ class _Progress:
 @click.argument("finding", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--target", "target", default=None, metavar="HOST:PORT",
               help="Send it here instead of the finding's target.")
-@click.option("--timeout", type=click.FloatRange(min=0.05, max=600), default=2.0, show_default=True)
+@click.option("--timeout", type=FiniteFloatRange(min=0.05, max=600), default=2.0, show_default=True)
 @click.option("--allow-remote", is_flag=True, help="Allow a target that is not on loopback.")
 def replay_command(finding: Path, target: str | None, timeout: float, allow_remote: bool) -> None:
     """Send FINDING's request again and tell whether the behaviour reproduces (exit 0) or not (1)."""

@@ -15,6 +15,7 @@ import click
 
 from kcodec.cli.capture_filters import EventFilter, parse_apis, parse_topics
 from kcodec.cli.common import CONTEXT_SETTINGS, broker_address
+from kcodec.cli.values import FiniteFloatRange
 
 if TYPE_CHECKING:  # imported when the command runs (kcodec --help stays fast)
     from kcodec.cli.proxy_view import ProxyView
@@ -92,17 +93,39 @@ def _fail(message: str) -> None:
 @click.option("--no-rewrite", is_flag=True, help="Forward broker addresses as they are (clients may leave).")
 @click.option(
     "--connect-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloatRange(min=0, min_open=True),
     default=10.0,
     show_default=True,
     help="Seconds to connect to a broker before giving up on the client's connection.",
 )
 @click.option(
     "--stall-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloatRange(min=0, min_open=True),
     default=30.0,
     show_default=True,
     help="Seconds a side may take nothing while data waits for it before both sides are closed.",
+)
+@click.option(
+    "--idle-timeout",
+    type=FiniteFloatRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    help="Seconds a client may send nothing (no response awaited) before it is closed "
+    "(Kafka's connections.max.idle.ms).",
+)
+@click.option(
+    "--request-timeout",
+    type=FiniteFloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds a request may take to arrive whole once it has begun; slower clients are closed.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=1024,
+    show_default=True,
+    help="Client connections open at a time; more are closed on arrival (with a notice).",
 )
 @click.option(
     "--max-frame-size",
@@ -127,6 +150,9 @@ def proxy_command(
     no_rewrite: bool,
     connect_timeout: float,
     stall_timeout: float,
+    idle_timeout: float,
+    request_timeout: float,
+    max_connections: int,
     max_frame_size: int,
     strict: bool,
 ) -> None:
@@ -158,11 +184,15 @@ def proxy_command(
     limits = SessionLimits(
         connect_timeout=connect_timeout,
         stall_timeout=stall_timeout,
+        idle_timeout=idle_timeout,
+        request_timeout=request_timeout,
         max_frame_size=max_frame_size,
         rewrite=not no_rewrite,
     )
     decode = not (quiet and json_path is None and not summary)
-    config = ProxyConfig(listen_at, upstream_at, limits=limits, decode=decode, strict=strict)
+    config = ProxyConfig(
+        listen_at, upstream_at, limits=limits, max_connections=max_connections, decode=decode, strict=strict
+    )
     try:
         code = asyncio.run(_serve(config, view, pcap))
     finally:

@@ -7,6 +7,7 @@ not Kafka, TLS or SASL failure) is one line with the cause and exit status 1.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -88,12 +89,24 @@ def versions_command(
         raise SystemExit(1)
 
 
+#: the largest --captured file read: an ApiVersionsResponse lists each API in 7 bytes or so
+MAX_CAPTURED_BYTES = 1 << 20
+
+
 def _captured(target: str, as_json: bool, profile: Any, proposals: bool) -> None:
     from kcodec.versions_report import render_versions_report, versions_report
 
     path = Path(target)
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:  # its size first, then at most one byte past the limit
+            size = os.fstat(f.fileno()).st_size
+            data = f.read(MAX_CAPTURED_BYTES + 1) if size <= MAX_CAPTURED_BYTES else b""
+        if max(size, len(data)) > MAX_CAPTURED_BYTES:
+            raise click.BadParameter(
+                f"{target} is larger than a captured ApiVersionsResponse can be "
+                f"(limit {MAX_CAPTURED_BYTES} bytes)",
+                param_hint="TARGET",
+            )
     except FileNotFoundError:
         raise click.BadParameter(f"no such file: {target}", param_hint="TARGET") from None
     except OSError as e:

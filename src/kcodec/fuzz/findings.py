@@ -13,6 +13,7 @@ it (``tools/fuzz_brokers.py`` narrows that down against fresh brokers).
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
 import time
@@ -30,6 +31,10 @@ FORMAT = "kcodec-fuzz-finding/1"
 
 class FindingError(KcodecError):
     """A finding file that cannot be read."""
+
+
+#: the largest finding file read: a finding holds one request frame (as hex) and a few lines about it
+MAX_FINDING_BYTES = 64 << 20
 
 
 @dataclass(slots=True)
@@ -75,8 +80,16 @@ class Finding:
 
 
 def load_finding(path: str | Path) -> Finding:
+    """The finding in the JSON file ``path``; a file over ``MAX_FINDING_BYTES`` is refused unread."""
     try:
-        raw = json.loads(Path(path).read_text())
+        with open(path, "rb") as f:  # its size first, then at most one byte past the limit
+            size = os.fstat(f.fileno()).st_size
+            text = f.read(MAX_FINDING_BYTES + 1) if size <= MAX_FINDING_BYTES else b""
+        if max(size, len(text)) > MAX_FINDING_BYTES:
+            raise FindingError(
+                f"{path}: not a kcodec fuzz finding (larger than the {MAX_FINDING_BYTES}-byte limit)"
+            )
+        raw = json.loads(text)
         known = {k: v for k, v in raw.items() if k in Finding.__dataclass_fields__}
         finding = Finding(**known)
         finding.request()

@@ -113,15 +113,32 @@ def _resolve(obj: Any, path: str) -> Any:
 
 def canonical_form(name: str, version: int, data: bytes) -> bytes:
     """``data`` with every unsigned varint in its shortest form, every boolean 0 or 1 and every
-    nullable-struct marker -1 or 1."""
-    from kcodec._wire import read_uvarint
+    nullable-struct marker -1 or 1; a tagged field's size is then the size of its canonical value
+    (a shortened varint inside a known tag shortens the tag)."""
     from kcodec.fuzz.layout import layout
+
+    spans = layout(name, version, data)
+    out, _ = _canonical(data, spans, 0, 0, len(data))
+    return bytes(out)
+
+
+def _canonical(data: bytes, spans: list[Any], i: int, start: int, end: int) -> tuple[bytearray, int]:
+    """The canonical form of ``data[start:end]``, whose spans start at ``spans[i]``; with the index
+    of the first span after it."""
+    from kcodec._wire import read_uvarint
     from kcodec.fuzz.mutate import uvarint
 
     out = bytearray()
-    pos = 0
-    for span in layout(name, version, data):
-        if span.compact:
+    pos = start
+    while i < len(spans) and spans[i].offset < end:
+        span = spans[i]
+        i += 1
+        if span.kind == "tag_size":  # the tag's value follows: canonical first, then its size
+            value_end = span.end + (span.value or 0)
+            inner, i = _canonical(data, spans, i, span.end, value_end)
+            out += data[pos : span.offset] + uvarint(len(inner)) + inner
+            pos = value_end
+        elif span.compact:
             value, _ = read_uvarint(data, span.offset)
             out += data[pos : span.offset] + uvarint(value)
             pos = span.end
@@ -131,8 +148,8 @@ def canonical_form(name: str, version: int, data: bytes) -> bytes:
         elif span.kind == "struct_marker":  # any negative marker is null, anything else present
             out += data[pos : span.offset] + (b"\xff" if data[span.offset] >= 0x80 else b"\x01")
             pos = span.end
-    out += data[pos:]
-    return bytes(out)
+    out += data[pos:end]
+    return out, i
 
 
 def check_request_frame(data: bytes) -> str:

@@ -13,7 +13,10 @@ Memory is bounded: a pump holds at most one chunk (``CHUNK``), or one frame that
 and after writing it waits until the socket's write buffer is below its high-water mark
 (``write_buffer``) before reading more, so a side that reads slowly slows the other down (TCP
 backpressure) instead of making the proxy buffer. A side that reads
-nothing at all for ``stall_timeout`` seconds while a write waits ends the connection. When either side
+nothing at all for ``stall_timeout`` seconds while a write waits ends the connection. A client cannot
+hold a connection either: one that sends nothing for ``idle_timeout`` seconds while no request waits
+for its response is closed (Kafka's ``connections.max.idle.ms``), and so is one whose request, once
+its first byte came, takes over ``request_timeout`` seconds to arrive whole. When either side
 closes, resets or misbehaves, what was read from it is delivered to the other side, the other side is
 closed too, and one ``closed`` notice says why.
 """
@@ -43,7 +46,9 @@ __all__ = ["Ending", "Session", "SessionLimits"]
 
 #: Bytes moved at a time when a frame is streamed through (the reader hands over what it has, up to this).
 CHUNK = 256 * 1024
-EndKind = Literal["eof", "cut", "reset", "stalled", "protocol", "stopped", "unreachable", "error"]
+EndKind = Literal[
+    "eof", "cut", "reset", "stalled", "protocol", "stopped", "unreachable", "error", "idle", "timeout"
+]
 #: Gives listeners to broker addresses: (address -> listener, addresses newly given one).
 EnsureListeners = Callable[[list[Endpoint]], Awaitable[tuple[dict[Endpoint, Endpoint], list[Endpoint]]]]
 
@@ -54,6 +59,8 @@ class SessionLimits:
 
     connect_timeout: float = 10.0  # to reach the broker; then the client's connection is closed
     stall_timeout: float = 30.0  # a side that takes nothing this long while data waits ends both
+    idle_timeout: float = 600.0  # a client that sends nothing this long, no response awaited, is closed
+    request_timeout: float = 30.0  # a request must arrive whole this soon after its first byte
     max_frame_size: int = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
     write_buffer: int = 256 * 1024  # high-water mark of each socket's write buffer
     max_in_flight: int = 4096  # requests remembered while waiting for their responses
@@ -222,14 +229,38 @@ class Session:
             way = _Way(direction, up_reader, self._client_writer, "server", "client")
         try:
             while True:
-                await self._frame(way)
+                if direction == "request":
+                    await self._request(way)
+                else:
+                    await self._frame(way)
         except _Ended as e:
             return e.ending
 
-    async def _frame(self, way: _Way) -> None:
-        """Move one frame: streamed through as it arrives, or, for a response that may advertise
-        brokers, read whole, rewritten and sent."""
-        head = await self._read(way, 4, b"")
+    async def _request(self, way: _Way) -> None:
+        """Move one request: its first byte within ``idle_timeout`` (unless a response is awaited),
+        all of it within ``request_timeout`` of that byte."""
+        idle = self.limits.idle_timeout
+        while True:
+            try:
+                async with asyncio.timeout(idle):
+                    first = await self._read(way, 1, b"")
+                break
+            except TimeoutError:
+                if not len(self.inflight):
+                    detail = f"the client sent nothing for {idle:g} s (idle timeout)"
+                    raise _Ended(Ending("client", "idle", detail)) from None
+        try:
+            async with asyncio.timeout(self.limits.request_timeout):
+                await self._frame(way, first)
+        except TimeoutError:
+            detail = f"a request took over {self.limits.request_timeout:g} s to arrive (request timeout)"
+            self.notice("stalled", f"the client: {detail}; closing both sides")
+            raise _Ended(Ending("client", "timeout", detail)) from None
+
+    async def _frame(self, way: _Way, first: bytes = b"") -> None:
+        """Move one frame (``first``: its first bytes, already read): streamed through as it
+        arrives, or, for a response that may advertise brokers, read whole, rewritten and sent."""
+        head = first + await self._read(way, 4 - len(first), first)
         size = int.from_bytes(head, "big", signed=True)
         if size < 0 or size > self.limits.max_frame_size:
             self.tap.data(way.direction, head)
@@ -422,7 +453,7 @@ class Session:
             if writer is None:
                 continue
             broken = ending.side == side and ending.kind == "reset"
-            if broken or ending.kind in ("stalled", "error"):
+            if broken or ending.kind in ("stalled", "error", "timeout"):
                 writer.transport.abort()
                 continue
             with contextlib.suppress(OSError, RuntimeError):

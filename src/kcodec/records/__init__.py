@@ -20,7 +20,7 @@ Errors are ``kcodec.errors.DecodeError`` subclasses from ``kcodec.records.errors
 
 from __future__ import annotations
 
-from kcodec.records.base import Batch
+from kcodec.records.base import DEFAULT_MAX_RECORDS, Batch
 from kcodec.records.batch import RecordBatch, parse_control_record
 from kcodec.records.builder import build_batch, build_control_batch
 from kcodec.records.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
@@ -29,6 +29,8 @@ from kcodec.records.errors import (
     CrcMismatchError,
     DecompressedSizeError,
     DecompressionError,
+    InvalidOffsetError,
+    RecordLimitError,
     UnsupportedCompressionError,
 )
 from kcodec.records.jsonview import records_summary, records_to_json
@@ -46,6 +48,7 @@ from kcodec.records.reader import RecordBatches, iter_batches
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "DEFAULT_MAX_RECORDS",
     "Batch",
     "Compression",
     "ControlRecord",
@@ -55,11 +58,13 @@ __all__ = [
     "DecompressedSizeError",
     "DecompressionError",
     "Header",
+    "InvalidOffsetError",
     "LegacyBatch",
     "NewRecord",
     "Record",
     "RecordBatch",
     "RecordBatches",
+    "RecordLimitError",
     "TimestampType",
     "UnsupportedCompressionError",
     "build_batch",

@@ -5,7 +5,32 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 
+from kcodec.records.errors import RecordLimitError
 from kcodec.records.model import Compression, Record, TimestampType
+
+#: records one ``iter_batches`` call may build, all its batches together (``max_records``)
+DEFAULT_MAX_RECORDS = 1 << 20
+
+
+class RecordBudget:
+    """How many more records the batches of one ``iter_batches`` call may build (each ``records()``
+    call takes its records from it), so a small batch cannot make millions of objects."""
+
+    __slots__ = ("left", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.left = limit
+
+    def take(self, count: int, position: int, base_offset: int | None) -> None:
+        """Spend ``count`` records, or raise ``RecordLimitError`` (nothing spent) if fewer are left."""
+        if count > self.left:
+            raise RecordLimitError(
+                f"{count} records exceed the records budget ({self.left} of max_records={self.limit} left)",
+                position,
+                base_offset,
+            )
+        self.left -= count
 
 
 class Batch(ABC):

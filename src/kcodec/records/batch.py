@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from typing import cast
 
 import crc32c
 
 from kcodec.errors import DecodeError
-from kcodec.records.base import Batch
+from kcodec.records.base import Batch, RecordBudget
 from kcodec.records.compression import CodecError, SizeLimitError, decompress
 from kcodec.records.errors import (
     CorruptRecordError,
     CrcMismatchError,
     DecompressedSizeError,
     DecompressionError,
+    InvalidOffsetError,
+    RecordLimitError,
     UnsupportedCompressionError,
 )
 from kcodec.records.model import Compression, ControlRecord, ControlType, Record, TimestampType
@@ -30,6 +33,10 @@ HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
 CRC_START = 21  # attributes: the CRC covers from here to the end of the batch
 MIN_BATCH_LENGTH = HEADER_SIZE - 12
+#: the smallest record: length, attributes, timestamp delta, offset delta, key and value lengths and
+#: header count, one byte each
+MIN_RECORD_SIZE = 7
+_COUNT_AT = 57  # the record count field, from the batch start
 
 ATTR_COMPRESSION_MASK = 0x07
 ATTR_TIMESTAMP_TYPE = 0x08
@@ -47,6 +54,7 @@ class RecordBatch(Batch):
     __slots__ = (
         "_base_offset",
         "_base_timestamp",
+        "_budget",
         "_buf",
         "_max_decompressed_size",
         "attributes",
@@ -57,13 +65,23 @@ class RecordBatch(Batch):
     _base_offset: int
     _base_timestamp: int
     _buf: memoryview
+    _budget: RecordBudget
     _max_decompressed_size: int
     last_offset_delta_: int
     attributes: int
     record_count: int
     """Records the header declares."""
 
-    def __init__(self, buf: memoryview, pos: int, end: int, *, verify_crc: bool, max_decompressed_size: int):
+    def __init__(
+        self,
+        buf: memoryview,
+        pos: int,
+        end: int,
+        *,
+        verify_crc: bool,
+        max_decompressed_size: int,
+        budget: RecordBudget,
+    ):
         (
             base_offset,
             _length,
@@ -84,6 +102,7 @@ class RecordBatch(Batch):
         self.position = pos
         self.size = end - pos
         self._max_decompressed_size = max_decompressed_size
+        self._budget = budget
         self.attributes = attributes
         if verify_crc:
             computed = crc32c.crc32c(self._buf[CRC_START:])
@@ -107,7 +126,8 @@ class RecordBatch(Batch):
         self.is_transactional = bool(attributes & ATTR_TRANSACTIONAL)
         self.is_control = bool(attributes & ATTR_CONTROL)
         if self.record_count < 0:
-            raise CorruptRecordError(f"negative record count {self.record_count}", pos + 57, base_offset)
+            count = self.record_count
+            raise CorruptRecordError(f"negative record count {count}", pos + _COUNT_AT, base_offset)
 
     @property
     def base_offset(self) -> int:
@@ -132,16 +152,22 @@ class RecordBatch(Batch):
         return self._base_timestamp if self.attributes & ATTR_DELETE_HORIZON else None
 
     def records(self) -> Iterator[Record]:
+        """The records (see ``Batch.records``); the header's record count is first checked against
+        what the bytes can hold and spent from the ``iter_batches`` call's records budget."""
         body = self._buf[HEADER_SIZE:]
+        count = self.record_count
         if self.compression is Compression.NONE:
-            data = bytes(body)
+            self._check_fits(count, len(body), "")
+        self._budget.take(count, self.position + _COUNT_AT, self._base_offset)
+        if self.compression is Compression.NONE:
+            data: bytes | bytearray = bytes(body)
             where = self.position + HEADER_SIZE
             compressed = False
         else:
             try:
-                # the decompressed buffer is a bytearray; records keep bytes keys and values, so it
-                # is turned into bytes here (the records parsed from it will hold as much again)
-                data = bytes(decompress(self.compression, body, self._max_decompressed_size))
+                # the buffer decompressed into (a bytearray) is read in place: each record's key,
+                # value and header values become bytes of their own, the buffer is never copied whole
+                data = decompress(self.compression, body, self._max_decompressed_size)
             except SizeLimitError as e:
                 raise DecompressedSizeError(
                     str(e), self.position + HEADER_SIZE + e.position, self._base_offset
@@ -152,16 +178,29 @@ class RecordBatch(Batch):
                 ) from None
             where = self.position + HEADER_SIZE
             compressed = True
+            self._check_fits(count, len(data), "decompressed ")
         log_append_time = self.max_timestamp if self.timestamp_type is TimestampType.LOG_APPEND_TIME else None
         return _parse_records(
-            data,
+            # decompressed records are read through a view of their buffer (bytes are read as they
+            # are): _parse_all copies out what the records keep
+            data if type(data) is bytes else cast(bytes, memoryview(data)),
             self.record_count,
             self._base_offset,
             self._base_timestamp,
             log_append_time,
             where,
             compressed,
+            self.last_offset_delta_,
         )
+
+    def _check_fits(self, count: int, size: int, what: str) -> None:
+        if count > size // MIN_RECORD_SIZE:
+            raise RecordLimitError(
+                f"record count {count} cannot fit in {size} {what}bytes (a record takes at least "
+                f"{MIN_RECORD_SIZE})",
+                self.position + _COUNT_AT,
+                self._base_offset,
+            )
 
 
 def _unzigzag(zz: int) -> int:
@@ -183,13 +222,16 @@ def _parse_records(
     log_append_time: int | None,
     where: int,
     compressed: bool,
+    last_delta: int,
 ) -> Iterator[Record]:
     """The ``count`` records in ``buf``; errors name byte ``where + pos`` (or the decompressed pos).
 
     The records are parsed up front; a corrupt record ends the list and its error is raised by the
     returned iterator after the records before it, as a lazy parser would.
     """
-    records, error = _parse_all(buf, count, base_offset, base_timestamp, log_append_time, where, compressed)
+    records, error = _parse_all(
+        buf, count, base_offset, base_timestamp, log_append_time, where, compressed, last_delta
+    )
     if error is None:
         return iter(records)
     return _then_raise(records, error)
@@ -208,10 +250,15 @@ def _parse_all(
     log_append_time: int | None,
     where: int,
     compressed: bool,
+    last_delta: int,
 ) -> tuple[list[Record], CorruptRecordError | None]:
     """Parse records in one pass: an inlined fast path for the common shapes (varints of 1-3 bytes,
     lengths in range, UTF-8 header keys) and, for any record it does not take, the careful
-    ``_parse_one`` (longer varints, and every error with its exact reason and position)."""
+    ``_parse_one`` (longer varints, and every error with its exact reason and position).
+
+    Offset deltas must increase and stay within ``last_delta`` (what every Kafka writer does, and
+    compaction keeps): otherwise ``InvalidOffsetError``. A ``memoryview`` (of decompressed records) is
+    read in place; what the records keep of it is copied out as ``bytes``."""
     out: list[Record] = []
     append = out.append
     new = object.__new__
@@ -219,8 +266,10 @@ def _parse_all(
     n = len(buf)
     pos = 0
     fixed_ts = log_append_time
+    prev = -1  # the previous record's offset delta
+    owned = type(buf) is not bytes  # slices of a view are views: records get bytes of their own
     try:
-        for _ in range(count):
+        for i in range(count):
             try:
                 # Each varint: one byte (< 0x80), else two (the second < 0x80), else 3 for the lengths
                 # and the timestamp delta; anything else goes to the careful parser.  Lengths are not
@@ -265,6 +314,8 @@ def _parse_all(
                         raise _Slow
                     p += 2
                     off_delta = zz[(b & 0x7F) | (c << 7)]
+                if off_delta <= prev or off_delta > last_delta:
+                    raise _Slow
                 b = buf[p]
                 if b < 0x80:
                     p += 1
@@ -317,7 +368,7 @@ def _parse_all(
                         if b >= 0x80 or b & 1:
                             raise _Slow
                         q = p + 1 + (b >> 1)
-                        hkey = buf[p + 1 : q].decode()
+                        hkey = str(buf[p + 1 : q], "utf-8")
                         b = buf[q]
                         if b < 0x80:
                             p = q + 1
@@ -339,7 +390,18 @@ def _parse_all(
                     raise _Slow
             except (_Slow, IndexError, UnicodeDecodeError):
                 record, end = _parse_one(buf, pos, base_offset, base_timestamp, log_append_time)
-                append(record)
+                off_delta = record.offset - base_offset
+                if off_delta <= prev or off_delta > last_delta:
+                    note = f" (at decompressed byte {pos})" if compressed else ""
+                    return out, InvalidOffsetError(
+                        f"record {i}: offset delta {off_delta} after {prev} (deltas must increase, "
+                        f"up to the last offset delta {last_delta}){note}",
+                        where if compressed else where + pos,
+                        base_offset,
+                        f"records[{i}].offsetDelta",
+                    )
+                prev = off_delta
+                append(_own(record) if owned else record)
                 pos = end
                 continue
             # Record(...) without the Python-level __init__ call: every field is set right here.
@@ -349,7 +411,8 @@ def _parse_all(
             record.key = key
             record.value = value
             record.headers = headers
-            append(record)
+            append(_own(record) if owned else record)
+            prev = off_delta
             pos = end
         if pos != n:
             raise DecodeError(f"{n - pos} bytes left after the {count} records the header declares", pos)
@@ -361,6 +424,17 @@ def _parse_all(
         return out, CorruptRecordError(reason, where + at, base_offset)
     return out, None
 
+
+
+def _own(record: Record) -> Record:
+    """``record`` with its key, value and header values as ``bytes`` (they were views)."""
+    if record.key is not None:
+        record.key = bytes(record.key)
+    if record.value is not None:
+        record.value = bytes(record.value)
+    if record.headers:
+        record.headers = [(k, None if v is None else bytes(v)) for k, v in record.headers]
+    return record
 
 
 def _read_nullable_bytes(buf: bytes, p: int, end: int, what: str) -> tuple[bytes | None, int]:
@@ -400,7 +474,7 @@ def _parse_one(
             if hklen < 0 or p + hklen > end:
                 raise DecodeError(f"invalid header key length {hklen}", p)
             try:
-                hkey = buf[p : p + hklen].decode("utf-8")
+                hkey = str(buf[p : p + hklen], "utf-8")
             except UnicodeDecodeError:
                 raise DecodeError("header key is not valid UTF-8", p) from None
             p += hklen

@@ -34,3 +34,18 @@ class DecompressionError(CorruptRecordError):
 
 class DecompressedSizeError(DecompressionError):
     """Decompressed records would exceed ``max_decompressed_size`` (decompression-bomb guard)."""
+
+
+class InvalidOffsetError(CorruptRecordError):
+    """Record offsets out of order: a magic 2 offset delta that does not increase, or exceeds the
+    batch's last offset delta; a legacy inner offset that does not increase. Kafka's writers
+    (``MemoryRecordsBuilder.appendWithOffset``) never write these. ``path`` names the record field."""
+
+    def __init__(self, reason: str, offset: int, base_offset: int | None, path: str) -> None:
+        super().__init__(reason, offset, base_offset)
+        self._segments = [path]
+
+
+class RecordLimitError(CorruptRecordError):
+    """A batch declares (or holds) more records than its bytes can hold, or than the records budget
+    of the ``iter_batches`` call (``max_records``) has left: the guard against record-count bombs."""

@@ -34,7 +34,7 @@ from kcodec.errors import DecodeError, InvalidArgumentError, KcodecError
 from kcodec.json_values import b64
 from kcodec.records import batch as _v2
 from kcodec.records import legacy as _legacy
-from kcodec.records.base import Batch
+from kcodec.records.base import DEFAULT_MAX_RECORDS, Batch, RecordBudget
 from kcodec.records.batch import parse_control_record
 from kcodec.records.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from kcodec.records.model import ControlType, Header
@@ -144,8 +144,10 @@ def records_to_json(
     *,
     values: ValueMode = "base64",
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+    max_records: int = DEFAULT_MAX_RECORDS,
 ) -> dict[str, Any] | None:
-    """The batches and records in ``data`` (a ``records`` field) as JSON-ready dicts; see the module."""
+    """The batches and records in ``data`` (a ``records`` field) as JSON-ready dicts; see the module
+    (``max_records``: as for ``iter_batches``, over it a batch gets ``recordsError``)."""
     if data is None:
         return None
     if values not in VALUE_MODES:
@@ -156,6 +158,8 @@ def records_to_json(
     batches: list[dict[str, Any]] = []
     out: dict[str, Any] = {"sizeInBytes": n, "batches": batches, "truncatedBytes": 0}
     pos = 0
+    left = RecordBudget(max_records)
+    max_size = max_decompressed_size
     while pos < n:
         try:
             end = next_batch_end(buf, pos)
@@ -169,10 +173,10 @@ def records_to_json(
         cls = _v2.RecordBatch if buf[pos + 16] == 2 else _legacy.LegacyBatch
         entry: dict[str, Any]
         try:
-            batch = cls(buf, pos, end, verify_crc=True, max_decompressed_size=max_decompressed_size)
+            batch = cls(buf, pos, end, verify_crc=True, max_decompressed_size=max_size, budget=left)
         except Exception as e:
             try:  # show what the batch holds anyway (e.g. a CRC mismatch), flagged with the error
-                unchecked = cls(buf, pos, end, verify_crc=False, max_decompressed_size=max_decompressed_size)
+                unchecked = cls(buf, pos, end, verify_crc=False, max_decompressed_size=max_size, budget=left)
             except Exception:
                 entry = {"position": pos, "sizeInBytes": end - pos}
             else:

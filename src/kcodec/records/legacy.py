@@ -14,13 +14,14 @@ import struct
 import zlib
 from collections.abc import Iterator
 
-from kcodec.records.base import Batch
+from kcodec.records.base import Batch, RecordBudget
 from kcodec.records.compression import CodecError, SizeLimitError, decompress
 from kcodec.records.errors import (
     CorruptRecordError,
     CrcMismatchError,
     DecompressedSizeError,
     DecompressionError,
+    InvalidOffsetError,
     UnsupportedCompressionError,
 )
 from kcodec.records.model import (
@@ -106,19 +107,37 @@ def _crc_check(buf: memoryview, pos: int, end: int, stored: int, where: int, eb:
 class LegacyBatch(Batch):
     """A magic 0/1 shallow message: one record, or a compressed wrapper of inner messages."""
 
-    __slots__ = ("_inner", "_max_decompressed_size", "_message", "_verify_crc", "attributes", "timestamp")
+    __slots__ = (
+        "_budget",
+        "_inner",
+        "_max_decompressed_size",
+        "_message",
+        "_verify_crc",
+        "attributes",
+        "timestamp",
+    )
 
     attributes: int
     timestamp: int
     """The message's own timestamp (-1 for magic 0)."""
 
-    def __init__(self, buf: memoryview, pos: int, end: int, *, verify_crc: bool, max_decompressed_size: int):
+    def __init__(
+        self,
+        buf: memoryview,
+        pos: int,
+        end: int,
+        *,
+        verify_crc: bool,
+        max_decompressed_size: int,
+        budget: RecordBudget,
+    ):
         msg = _Message(buf, pos, end, None, 0)
         if verify_crc:
             _crc_check(buf, pos, end, msg.crc, 0, msg.offset)
         self._message = msg
         self._verify_crc = verify_crc
         self._max_decompressed_size = max_decompressed_size
+        self._budget = budget
         self._inner: list[Record] | None = None
         self.position = pos
         self.size = end - pos
@@ -166,6 +185,7 @@ class LegacyBatch(Batch):
             return self._inner
         msg = self._message
         if self.compression is Compression.NONE:
+            self._budget.take(1, self.position, msg.offset)
             key = None if msg.key is None else bytes(msg.key)
             value = None if msg.value is None else bytes(msg.value)
             self._inner = [Record(msg.offset, msg.timestamp, key, value, [])]
@@ -184,12 +204,26 @@ class LegacyBatch(Batch):
             raise DecompressedSizeError(str(e), msg.value_pos + e.position, eb) from None
         except CodecError as e:
             raise DecompressionError(str(e), msg.value_pos + e.position, eb) from None
-        buf = memoryview(data)
-        inner: list[_Message] = []
+        out = self._read_inner(memoryview(data), where, eb)
+        if msg.magic > 0:  # magic 1: inner offsets are relative, the wrapper's is the last record's
+            shift = msg.offset - out[-1].offset
+            for record in out:
+                record.offset += shift
+        return out
+
+    def _read_inner(self, buf: memoryview, where: int, eb: int) -> list[Record]:
+        """The decompressed inner messages as records (their own offsets), each built as it is read
+        (no parsed message is kept): at most the records budget of them."""
+        msg = self._message
+        log_append = self.timestamp_type is TimestampType.LOG_APPEND_TIME
+        out: list[Record] = []
         pos = 0
         n = len(buf)
+        budget = self._budget
         try:
             while pos < n:
+                if len(out) == budget.left:  # one more would exceed the budget
+                    budget.take(len(out) + 1, where, eb)
                 if n - pos < 17:
                     raise CorruptRecordError(
                         f"{n - pos} trailing bytes in the decompressed message set", where, eb
@@ -208,7 +242,17 @@ class LegacyBatch(Batch):
                     _crc_check(buf, pos, end, m.crc, 0, eb)
                 if m.attributes & ATTR_COMPRESSION_MASK:
                     raise CorruptRecordError("inner message is itself compressed", where, eb)
-                inner.append(m)
+                if out and m.offset <= out[-1].offset:
+                    raise InvalidOffsetError(
+                        f"inner message {len(out)}: offset {m.offset} after {out[-1].offset} (inner "
+                        f"offsets must increase) (at decompressed byte {pos})",
+                        where,
+                        eb,
+                        f"records[{len(out)}].offset",
+                    )
+                ts = NO_TIMESTAMP if m.magic == 0 else msg.timestamp if log_append else m.timestamp
+                key = None if m.key is None else bytes(m.key)
+                out.append(Record(m.offset, ts, key, None if m.value is None else bytes(m.value), []))
                 pos = end
         except CorruptRecordError as e:
             if e.offset != where:  # positions inside decompressed data: point at the wrapper value
@@ -216,25 +260,7 @@ class LegacyBatch(Batch):
                 err.base_offset = eb
                 raise err from None
             raise
-        if not inner:
+        if not out:
             raise CorruptRecordError("compressed message holds no messages", where, eb)
-        shift = msg.offset - inner[-1].offset if msg.magic > 0 else 0  # magic 1: relative inner offsets
-        log_append = self.timestamp_type is TimestampType.LOG_APPEND_TIME
-        out: list[Record] = []
-        for m in inner:
-            if m.magic == 0:
-                ts = NO_TIMESTAMP
-            elif log_append:
-                ts = msg.timestamp
-            else:
-                ts = m.timestamp
-            out.append(
-                Record(
-                    m.offset + shift,
-                    ts,
-                    None if m.key is None else bytes(m.key),
-                    None if m.value is None else bytes(m.value),
-                    [],
-                )
-            )
+        budget.take(len(out), where, eb)
         return out

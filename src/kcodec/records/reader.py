@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from kcodec._wire import Buffer, byte_view
 from kcodec.records import batch as _v2
 from kcodec.records import legacy as _legacy
-from kcodec.records.base import Batch
+from kcodec.records.base import DEFAULT_MAX_RECORDS, Batch, RecordBudget
 from kcodec.records.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from kcodec.records.errors import CorruptRecordError
 
@@ -62,8 +62,10 @@ class RecordBatches(Iterator[Batch]):
         verify_crc: bool = True,
         max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
         allow_truncated: bool = True,
+        max_records: int = DEFAULT_MAX_RECORDS,
     ) -> None:
         self._buf = byte_view(data)
+        self._budget = RecordBudget(max_records)
         self._pos = 0
         self._verify_crc = verify_crc
         self._max = max_decompressed_size
@@ -90,7 +92,9 @@ class RecordBatches(Iterator[Batch]):
         self._pos = end
         cls: type[_v2.RecordBatch] | type[_legacy.LegacyBatch]
         cls = _v2.RecordBatch if buf[pos + 16] == 2 else _legacy.LegacyBatch
-        return cls(buf, pos, end, verify_crc=self._verify_crc, max_decompressed_size=self._max)
+        return cls(
+            buf, pos, end, verify_crc=self._verify_crc, max_decompressed_size=self._max, budget=self._budget
+        )
 
     def _scan(self) -> None:
         if self._scanned:
@@ -128,6 +132,7 @@ def iter_batches(
     verify_crc: bool = True,
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
     allow_truncated: bool = True,
+    max_records: int = DEFAULT_MAX_RECORDS,
 ) -> RecordBatches:
     """Iterate over the record batches in ``data`` (a ``records`` field: bytes, bytearray or memoryview).
 
@@ -140,11 +145,18 @@ def iter_batches(
     without error; the returned ``RecordBatches`` reports it as ``truncated_bytes`` /
     ``truncated_at``.  With ``allow_truncated=False`` it raises ``CorruptRecordError`` instead.
     Corruption raises ``DecodeError`` subclasses (``kcodec.records.errors``) naming the batch's base
-    offset and the byte position in ``data``.
+    offset and the byte position in ``data``; records whose offsets do not increase raise
+    ``InvalidOffsetError``.
+
+    Record-count bombs are bounded: the records of all the batches together count against
+    ``max_records`` (each ``records()`` call spends what it builds; over it: ``RecordLimitError``,
+    raised before the batch is decompressed when its header declares too many), and a batch declaring
+    more records than its (decompressed) bytes can hold is refused before any record is built.
     """
     return RecordBatches(
         data,
         verify_crc=verify_crc,
         max_decompressed_size=max_decompressed_size,
         allow_truncated=allow_truncated,
+        max_records=max_records,
     )
