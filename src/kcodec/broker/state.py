@@ -18,7 +18,8 @@ from kcodec.broker.log import AppendResult, PartitionLog
 from kcodec.error_codes import ErrorCode
 from kcodec.fencing import TransactionalIdState
 from kcodec.model import Uuid
-from kcodec.records import NewRecord, build_batch
+from kcodec.records import NewRecord, build_batch, iter_batches
+from kcodec.sentinels import NO_PRODUCER_ID
 
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 #: Kafka keeps the metadata of the last five batches per producer and partition to spot retries.
@@ -71,6 +72,22 @@ class Topic:
     name: str
     topic_id: Uuid
     partitions: list[Partition]
+
+
+def producers_of_log(log: PartitionLog) -> dict[int, ProducerEntry]:
+    """The idempotent-producer state a replica rebuilds from its log (Kafka's ProducerStateManager after
+    a truncation): per producer id, its latest epoch and the last batches of that epoch in the log."""
+    out: dict[int, ProducerEntry] = {}
+    for stored in log.batches:
+        for b in iter_batches(stored.data):
+            if b.producer_id == NO_PRODUCER_ID or b.is_control:
+                continue
+            entry = out.get(b.producer_id)
+            if entry is None or entry.epoch != b.producer_epoch:
+                entry = out[b.producer_id] = ProducerEntry(b.producer_epoch)
+            last_seq = b.base_sequence + b.last_offset_delta  # RecordBatch.lastSequence
+            entry.batches.append(ProducerBatch(b.base_sequence, last_seq, b.base_offset, b.last_offset))
+    return out
 
 
 class ClusterState:
@@ -204,6 +221,11 @@ class ClusterState:
         """Clean leadership change: the next replica (or node ``to``, which must be a replica) leads,
         at the leader epoch + 1; the log is kept. Clients on the old epoch are fenced (74)."""
         p = self._existing(topic, partition)
+        if not p.replicas:
+            raise BrokerError(
+                f"{topic}-{partition} has no replicas left: no broker can lead it",
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            )
         if to is None:
             i = p.replicas.index(p.leader) if p.leader in p.replicas else -1
             to = p.replicas[(i + 1) % len(p.replicas)]
@@ -231,6 +253,11 @@ class ClusterState:
         epoch. Consumers that read past ``truncate_to`` detect the truncation through
         OffsetsForLeaderEpoch (KIP-320)."""
         p = self._existing(topic, partition)
+        if not p.replicas:
+            raise BrokerError(
+                f"{topic}-{partition} has no replicas left: no broker can lead it",
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            )
         start, end = p.log.log_start_offset, p.log.log_end_offset
         if not start <= truncate_to <= end:
             raise BrokerError(
@@ -238,7 +265,7 @@ class ClusterState:
                 ErrorCode.OFFSET_OUT_OF_RANGE,
             )
         p.log.truncate(truncate_to)
-        p.producers.clear()
+        p.producers = producers_of_log(p.log)
         self.move_leader(topic, partition, to)
         if records:
             self.append_records(topic, partition, records)

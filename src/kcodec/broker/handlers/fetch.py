@@ -16,12 +16,14 @@ from kcodec.broker.handlers.common import (
     partition_error,
 )
 from kcodec.error_codes import ErrorCode
-from kcodec.fencing import diverging_epoch
+from kcodec.fencing import check_fetch_epoch
 from kcodec.sentinels import NO_LEADER_EPOCH
 
 TOPIC_IDS_SINCE = 13
 DIVERGING_EPOCH_SINCE = 12
-NODE_ENDPOINTS_SINCE = 16
+#: KafkaApis.handleFetchRequest fills CurrentLeader (in the schema since v12) and NodeEndpoints only from
+#: v16 (KIP-951), for NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH.
+LEADER_HINTS_SINCE = 16
 SESSIONS_SINCE = 7
 NO_SESSION = 0
 
@@ -55,7 +57,9 @@ def _read(ctx: RequestContext, req: Any) -> tuple[Any, int, bool]:
         topic = find_topic(ctx.cluster, ft.topic, ft.topic_id, by_id)
         parts = []
         for fp in ft.partitions:
-            epoch = fp.current_leader_epoch if v >= 9 else NO_LEADER_EPOCH
+            # FetchRequest.optionalEpoch: any negative epoch is "none" (ListOffsets and
+            # OffsetsForLeaderEpoch take only -1 as none)
+            epoch = fp.current_leader_epoch if v >= 9 and fp.current_leader_epoch >= 0 else NO_LEADER_EPOCH
             p, error = partition_error(ctx, topic, fp.partition, epoch, by_id=by_id)
             pd = resp.PartitionData(partition_index=fp.partition, error_code=error, high_watermark=-1)
             if p is not None and error is ErrorCode.NONE:
@@ -65,7 +69,7 @@ def _read(ctx: RequestContext, req: Any) -> tuple[Any, int, bool]:
                 errors = errors or pd.error_code != ErrorCode.NONE
             elif error is not ErrorCode.NONE:
                 errors = True
-                if p is not None and v >= DIVERGING_EPOCH_SINCE and leader_hint_needed(error):
+                if p is not None and v >= LEADER_HINTS_SINCE and leader_hint_needed(error):
                     pd.current_leader = resp.LeaderIdAndEpoch(leader_id=p.leader, leader_epoch=p.leader_epoch)
                     hinted.add(p.leader)
             if v >= 4:
@@ -83,7 +87,7 @@ def _read(ctx: RequestContext, req: Any) -> tuple[Any, int, bool]:
     out = resp(responses=topics)
     if v >= SESSIONS_SINCE:
         out.session_id = NO_SESSION
-    if hinted and v >= NODE_ENDPOINTS_SINCE:
+    if hinted and v >= LEADER_HINTS_SINCE:
         out.node_endpoints = node_endpoints(ctx.cluster, "FetchResponse", hinted)
     return out, total, errors
 
@@ -94,10 +98,15 @@ def _fill(ctx: RequestContext, pd: Any, p: Any, fp: Any, max_bytes: int, *, at_l
     log = p.log
     pd.high_watermark = log.high_watermark
     if v >= DIVERGING_EPOCH_SINCE:
-        div = diverging_epoch(log.epochs, log.log_end_offset, fp.fetch_offset, fp.last_fetched_epoch)
-        if div is not None:
+        check = check_fetch_epoch(
+            log.epochs, log.log_start_offset, log.log_end_offset, fp.fetch_offset, fp.last_fetched_epoch
+        )
+        if check.error is not ErrorCode.NONE:
+            pd.error_code = check.error
+            return 0
+        if check.diverging is not None:
             pd.diverging_epoch = cls("FetchResponse").EpochEndOffset(
-                epoch=div.leader_epoch, end_offset=div.end_offset
+                epoch=check.diverging.leader_epoch, end_offset=check.diverging.end_offset
             )
             pd.records = b""
             return 0
