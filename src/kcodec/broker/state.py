@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from kcodec.broker.config import BrokerConfig
 from kcodec.broker.errors import BrokerError
+from kcodec.broker.faults import Faults
 from kcodec.broker.groups import GroupCoordinator
 from kcodec.broker.log import AppendResult, PartitionLog
 from kcodec.error_codes import ErrorCode
@@ -65,6 +66,9 @@ class Partition:
     isr: list[int]
     log: PartitionLog
     producers: dict[int, ProducerEntry] = field(default_factory=dict)
+    #: (leader, leader epoch, isr) before each leadership change, oldest first (the last few): what a
+    #: broker whose metadata lags behind still shows (kcodec.broker.faults)
+    past_leaders: deque[tuple[int, int, tuple[int, ...]]] = field(default_factory=lambda: deque(maxlen=16))
 
 
 @dataclass(slots=True)
@@ -101,6 +105,7 @@ class ClusterState:
         self.controller_epoch = config.controller_epoch
         self.broker_epoch = 1
         self.groups = GroupCoordinator(self)
+        self.faults = Faults()
         self.transactional_ids: dict[str, TransactionalIdState] = {}
         self._next_producer_id = FIRST_PRODUCER_ID
         self._data_waiters: set[asyncio.Future[None]] = set()
@@ -231,6 +236,7 @@ class ClusterState:
             to = p.replicas[(i + 1) % len(p.replicas)]
         elif to not in p.replicas:
             raise BrokerError(f"node {to} is not a replica of {topic}-{partition} ({p.replicas})")
+        p.past_leaders.append((p.leader, p.leader_epoch, tuple(p.isr)))
         p.leader = to
         p.leader_epoch += 1
         if to not in p.isr:
