@@ -7,7 +7,6 @@ check). Every wait is bounded."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import Any
@@ -18,7 +17,6 @@ from test_broker_raw import CASES, conn_to, partition_of, sample, topic_id
 
 import kcodec
 from kcodec.broker import BrokerError, MockCluster
-from kcodec.broker.control import ControlServer, control_request
 from kcodec.client_errors import ConnectionClosedError
 from kcodec.error_codes import ErrorCode
 from kcodec.fencing import metadata_staleness, partition_epochs
@@ -131,30 +129,6 @@ def test_bad_injections_are_control_errors() -> None:
         with pytest.raises(BrokerError, match="behind"):
             c.stale_metadata(1, -1)
         assert c.faults() == {"pending": {}, "down": [], "stale": {}}
-
-
-def test_the_control_server_speaks_the_fault_operations() -> None:
-    with MockCluster(brokers=2) as c:
-        c.create_topic("cs", 1)
-        server = ControlServer(c.inner)
-        loop = c._loop
-        assert loop is not None
-        port = asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
-        host = "127.0.0.1"
-        try:
-            assert control_request(host, port, {"op": "inject_errors", "api": "Fetch", "errors": [6, 6]}) == 2
-            control_request(host, port, {"op": "broker_down", "broker": 2})
-            control_request(host, port, {"op": "stale_metadata", "broker": 1})
-            assert control_request(host, port, {"op": "faults"}) == {
-                "pending": {"any/1": 2}, "down": [2], "stale": {"1": 1}}
-            with pytest.raises(BrokerError, match="errors"):
-                control_request(host, port, {"op": "inject_errors", "api": "Fetch", "errors": "6"})
-            with pytest.raises(BrokerError, match="no broker 5"):
-                control_request(host, port, {"op": "broker_up", "broker": 5})
-            control_request(host, port, {"op": "clear_faults"})
-            assert control_request(host, port, {"op": "faults"}) == {"pending": {}, "down": [], "stale": {}}
-        finally:
-            asyncio.run_coroutine_threadsafe(server.close(), loop).result(10)
 
 
 def test_a_broker_that_is_down_closes_connections_and_comes_back_up() -> None:

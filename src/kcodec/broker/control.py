@@ -78,8 +78,10 @@ def _api(value: Any) -> str | int:
 
 
 def _codes(values: Any) -> list[int]:
-    if not isinstance(values, list) or not values or not all(
-        isinstance(v, int) and not isinstance(v, bool) for v in values
+    if (
+        not isinstance(values, list)
+        or not values
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in values)
     ):
         raise BrokerError("inject_errors needs 'errors': a non-empty list of error codes (0: latency only)")
     return list(values)
