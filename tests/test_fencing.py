@@ -374,6 +374,19 @@ def test_a_rotation_by_a_new_instance_does_not_hand_the_old_one_the_new_id() -> 
     assert old.error is ErrorCode.INVALID_PRODUCER_EPOCH
 
 
+def test_retrying_the_bump_that_exhausted_the_epoch_fails_as_in_kafka() -> None:
+    # TransactionCoordinator.prepareInitProducerIdTransit rotates the id only when the expected epoch is
+    # the (exhausted) current one; otherwise it calls TransactionMetadata.prepareIncrementProducerEpoch,
+    # which throws IllegalStateException("Cannot allocate any more producer epochs") for an exhausted
+    # epoch before looking at the last epoch: KafkaApis answers UNKNOWN_SERVER_ERROR (Kafka 2.5 to 4.x).
+    state = TransactionalIdState(7, 32766, 7, 32765)  # the bump 32765 -> 32766 succeeded
+    retry = init_producer_id("tx", 7, 32765, state, 50)  # ... but its answer was lost
+    assert (retry.outcome, retry.error, retry.state) == (
+        InitOutcome.EPOCH_EXHAUSTED, ErrorCode.UNKNOWN_SERVER_ERROR, None)
+    assert init_producer_id("tx", 7, 3, state, 50).error is ErrorCode.UNKNOWN_SERVER_ERROR
+    assert init_producer_id("tx", 8, 3, state, 50).outcome is InitOutcome.FENCED  # the id is checked first
+
+
 @given(st.integers(0, 32765), st.integers(-1, 32766))
 def test_init_producer_id_never_goes_backwards(current: int, asked: int) -> None:
     state = TransactionalIdState(7, current, 7, current - 1 if current > 0 else NO_PRODUCER_EPOCH)

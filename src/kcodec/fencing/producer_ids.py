@@ -30,6 +30,10 @@ class InitOutcome(StrEnum):
     NEW_ID_EXPIRED = "new_id_expired"  # the coordinator no longer knew the id: a fresh one at epoch 0
     NEW_ID_EXHAUSTED = "new_id_exhausted"  # the epoch cannot grow: a fresh id at epoch 0
     FENCED = "fenced"  # a zombie: neither the current nor the previous (id, epoch)
+    #: the current epoch is exhausted and the producer named another one: Kafka's
+    #: prepareIncrementProducerEpoch throws IllegalStateException, the request fails with
+    #: UNKNOWN_SERVER_ERROR (e.g. the retry of the bump that reached the exhausted epoch)
+    EPOCH_EXHAUSTED = "epoch_exhausted"
     INVALID_REQUEST = "invalid_request"  # only one of producer id and epoch given
 
 
@@ -101,6 +105,8 @@ def init_producer_id(
         rotated = TransactionalIdState(new_producer_id, 0, state.producer_id, last_epoch)
         outcome = InitOutcome.NEW_ID_EXHAUSTED
         return InitProducerIdDecision(outcome, ErrorCode.NONE, new_producer_id, 0, rotated)
+    if is_epoch_exhausted(state.producer_epoch):
+        return InitProducerIdDecision(InitOutcome.EPOCH_EXHAUSTED, ErrorCode.UNKNOWN_SERVER_ERROR)
     return _bump(state, producer_epoch if expected else None, api_version)
 
 
