@@ -577,3 +577,22 @@ def fuzz() -> Iterator[tuple[asyncio.AbstractEventLoop, BrokerServer]]:
     finally:
         loop.run_until_complete(cluster.stop())
         loop.close()
+
+
+def test_a_failed_fetch_reports_no_high_watermark_or_log_start() -> None:
+    # ReplicaManager.readFromLog: a partition whose read fails (not the leader, fenced, out of range) is
+    # answered from createLogReadResult(e): high watermark, log start and last stable offset all -1.
+    with MockCluster(brokers=1) as c:
+        c.create_topic("hw", 1)
+        c.append("hw", 0, [NewRecord(b"x"), NewRecord(b"y")])
+        c.move_leader("hw", 0)  # epoch 1
+        tid = topic_id(c, "hw")
+        with conn_to(c) as conn:
+            for kwargs in ({"offset": 7, "current_leader_epoch": 1}, {"offset": 0, "current_leader_epoch": 0},
+                           {"offset": 2, "current_leader_epoch": 1, "last_fetched_epoch": 4}):
+                got = partition_of(conn.request(rq.fetch("hw", tid, 12, **kwargs), 12).body)
+                assert got.error_code != 0 and (got.high_watermark, got.log_start_offset) == (-1, -1), kwargs
+                assert got.last_stable_offset == -1
+            ok = partition_of(conn.request(rq.fetch("hw", tid, 12, 2, 1), 12).body)
+            got_ok = (ok.error_code, ok.high_watermark, ok.log_start_offset, ok.last_stable_offset)
+            assert got_ok == (0, 2, 0, 2)

@@ -76,7 +76,8 @@ def _read(ctx: RequestContext, req: Any) -> tuple[Any, int, bool]:
                 pd.last_stable_offset = pd.high_watermark
                 pd.aborted_transactions = None
             if v >= 5:
-                pd.log_start_offset = p.log.log_start_offset if p is not None else -1
+                failed = p is None or pd.error_code != ErrorCode.NONE  # no log start, as in Kafka
+                pd.log_start_offset = -1 if failed or p is None else p.log.log_start_offset
             parts.append(pd)
         tr = resp.FetchableTopicResponse(partitions=parts)
         if by_id:
@@ -102,7 +103,7 @@ def _fill(ctx: RequestContext, pd: Any, p: Any, fp: Any, max_bytes: int, *, at_l
             log.epochs, log.log_start_offset, log.log_end_offset, fp.fetch_offset, fp.last_fetched_epoch
         )
         if check.error is not ErrorCode.NONE:
-            pd.error_code = check.error
+            pd.error_code, pd.high_watermark = check.error, -1
             return 0
         if check.diverging is not None:
             pd.diverging_epoch = cls("FetchResponse").EpochEndOffset(
@@ -111,7 +112,8 @@ def _fill(ctx: RequestContext, pd: Any, p: Any, fp: Any, max_bytes: int, *, at_l
             pd.records = b""
             return 0
     if not log.log_start_offset <= fp.fetch_offset <= log.log_end_offset:
-        pd.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+        # ReplicaManager.createLogReadResult(e): a failed read reports no high watermark or log start
+        pd.error_code, pd.high_watermark = ErrorCode.OFFSET_OUT_OF_RANGE, -1
         return 0
     batches = log.read(fp.fetch_offset, max(max_bytes, 0), at_least_one=at_least_one)
     data = b"".join(batches)
