@@ -154,11 +154,20 @@ def test_fetch_list_offsets_and_offset_for_leader_epoch_are_fenced() -> None:
                 for v in (2, 4):
                     req = rq.offset_for_leader_epoch("f", v, 0, current_leader_epoch=epoch)
                     assert partition_of(conn.request(req, v).body).error_code == want
-        with conn_to(c, 1 - node) as follower:  # right epoch, wrong broker
-            got = partition_of(follower.request(rq.fetch("f", tid, 12, current_leader_epoch=1), 12).body)
+        with conn_to(c, 1 - node) as follower:  # right epoch, a follower
+            # FetchParams.fetchOnlyLeader: a consumer's Fetch v11+ carries client metadata (KIP-392) and
+            # any replica serves it; before v11 only the leader does
+            got = partition_of(follower.request(rq.fetch("f", tid, 10, current_leader_epoch=1), 10).body)
             assert got.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            got = partition_of(follower.request(rq.fetch("f", tid, 12, current_leader_epoch=1), 12).body)
+            assert got.error_code == ErrorCode.NONE and got.high_watermark == 1
             stale = partition_of(follower.request(rq.fetch("f", tid, 12, current_leader_epoch=0), 12).body)
             assert stale.error_code == FENCED  # the epoch is checked before leadership
+            for v in (10, 12):
+                replica = rq.fetch("f", tid, v, current_leader_epoch=1)
+                replica.replica_id = 3  # a broker's fetch: the leader only, whatever the version
+                got = partition_of(follower.request(replica, v).body)
+                assert got.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 def test_negative_epochs_other_than_minus_one() -> None:

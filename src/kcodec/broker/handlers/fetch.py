@@ -25,6 +25,8 @@ DIVERGING_EPOCH_SINCE = 12
 #: v16 (KIP-951), for NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH.
 LEADER_HINTS_SINCE = 16
 SESSIONS_SINCE = 7
+FOLLOWER_FETCH_SINCE = 11  # KIP-392: consumers may fetch from a follower
+REPLICA_STATE_SINCE = 15  # the replica id moved into ReplicaState
 NO_SESSION = 0
 
 
@@ -52,6 +54,7 @@ def _read(ctx: RequestContext, req: Any) -> tuple[Any, int, bool]:
     total = 0
     errors = False
     hinted: set[int] = set()
+    leader_only = _fetch_only_leader(req, v)
     topics = []
     for ft in req.topics:
         topic = find_topic(ctx.cluster, ft.topic, ft.topic_id, by_id)
@@ -60,7 +63,9 @@ def _read(ctx: RequestContext, req: Any) -> tuple[Any, int, bool]:
             # FetchRequest.optionalEpoch: any negative epoch is "none" (ListOffsets and
             # OffsetsForLeaderEpoch take only -1 as none)
             epoch = fp.current_leader_epoch if v >= 9 and fp.current_leader_epoch >= 0 else NO_LEADER_EPOCH
-            p, error = partition_error(ctx, topic, fp.partition, epoch, by_id=by_id)
+            p, error = partition_error(
+                ctx, topic, fp.partition, epoch, by_id=by_id, require_leader=leader_only
+            )
             pd = resp.PartitionData(partition_index=fp.partition, error_code=error, high_watermark=-1)
             if p is not None and error is ErrorCode.NONE:
                 total += _fill(
@@ -91,6 +96,13 @@ def _read(ctx: RequestContext, req: Any) -> tuple[Any, int, bool]:
     if hinted and v >= LEADER_HINTS_SINCE:
         out.node_endpoints = node_endpoints(ctx.cluster, "FetchResponse", hinted)
     return out, total, errors
+
+
+def _fetch_only_leader(req: Any, v: int) -> bool:
+    """FetchParams.fetchOnlyLeader: a consumer's Fetch v11+ carries client metadata (KIP-392), so any
+    replica serves it from its own log; older consumer fetches and a replica's fetches need the leader."""
+    replica_id = req.replica_state.replica_id if v >= REPLICA_STATE_SINCE else req.replica_id
+    return v < FOLLOWER_FETCH_SINCE or replica_id >= 0
 
 
 def _fill(ctx: RequestContext, pd: Any, p: Any, fp: Any, max_bytes: int, *, at_least_one: bool) -> int:
