@@ -222,22 +222,27 @@ def _fenced_requests(conn: Connection, topic: str, topic_id: Any, *, leader: boo
 
 # --- InitProducerId, committed leader epochs, Produce to a non-leader -----------------------------------
 
-#: Errors a coordinator answers while it loads or moves (retried, up to RETRIES times).
+#: Errors a coordinator answers while its internal topic is created, loaded or moved (Apache Kafka
+#: creates __consumer_offsets and __transaction_state on first use): retried, up to RETRIES answers.
 COORDINATOR_BUSY = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                    ErrorCode.NOT_COORDINATOR, ErrorCode.CONCURRENT_TRANSACTIONS}
-RETRIES = 200
+                    ErrorCode.NOT_COORDINATOR, ErrorCode.CONCURRENT_TRANSACTIONS,
+                    ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NOT_ENOUGH_REPLICAS}
+RETRIES = 600
 
 
 def coordinator(target: Target, key: str, key_type: int) -> int:
     f = cls("FindCoordinatorRequest")
+    answers = []
     for _ in range(RETRIES):
         with _connect(target, 1) as conn:
             found = conn.request(f(key_type=key_type, coordinator_keys=[key]), 4).body.coordinators[0]
         if found.error_code == 0:
             return int(found.node_id)
-        assert found.error_code in COORDINATOR_BUSY, found
+        answers.append(found.error_code)
+        if found.error_code not in COORDINATOR_BUSY:
+            break
         time.sleep(POLL_S)
-    raise AssertionError(f"{target.name}: no coordinator for {key!r}")
+    raise AssertionError(f"{target.name}: no coordinator for {key!r}: {sorted(set(answers))}")
 
 
 def producer_id_scenario(target: Target) -> Outcome:
@@ -287,7 +292,11 @@ def committed_epoch_scenario(target: Target, topic: str) -> Outcome:
             commit = oc(group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=[
                 oc.OffsetCommitRequestTopic(name=topic, partitions=[oc.OffsetCommitRequestPartition(
                     partition_index=0, committed_offset=offset, committed_leader_epoch=epoch)])])
-            committed = conn.request(commit, 8).body.topics[0].partitions[0].error_code
+            for _ in range(RETRIES):
+                committed = conn.request(commit, 8).body.topics[0].partitions[0].error_code
+                if committed not in COORDINATOR_BUSY:
+                    break
+                time.sleep(POLL_S)
             fetch = of(group_id=group, topics=[of.OffsetFetchRequestTopic(name=topic, partition_indexes=[0])])
             body = conn.request(fetch, 7).body
             p = body.topics[0].partitions[0]
