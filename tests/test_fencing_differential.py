@@ -16,6 +16,7 @@ election), the mock's through its control API. Then, raw requests:
 - Fetch v12 with a last fetched epoch: the DivergingEpoch of a fetcher that read past epoch 0's end,
   and the answer to a last fetched epoch newer than every epoch the leader knows.
 
+- what librdkafka's consumer reads from the start: offsets, leader epochs, values;
 - OffsetCommit v8 / OffsetFetch v7: committed leader epochs as sent;
 - Produce v9-v11 to the follower and to the node without a replica (error, current-leader hint);
 - InitProducerId (KIP-360, KIP-588) with a transactional id: new instances, a zombie at v3 and v4, a
@@ -57,6 +58,9 @@ Outcome = dict[str, Any]
 class Target(Protocol):
     name: str
 
+    @property
+    def bootstrap(self) -> str: ...
+
     def address(self, node: int) -> tuple[str, int]: ...
 
     def move_leader(self, topic: str, to: int) -> None: ...
@@ -96,6 +100,10 @@ class KafkaTarget:
     def __init__(self, cluster: KafkaCluster) -> None:
         self.cluster = cluster
 
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap
+
     def address(self, node: int) -> tuple[str, int]:
         return self.cluster.nodes[node].address
 
@@ -127,6 +135,10 @@ class MockTarget:
 
     def __init__(self, cluster: MockCluster) -> None:
         self.cluster = cluster
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap
 
     def address(self, node: int) -> tuple[str, int]:
         return self.cluster.addresses[node - 1]
@@ -186,6 +198,7 @@ def scenario(target: Target) -> Outcome:
         out["diverging"] = (diverged.error_code, div.epoch, div.end_offset)
         newer = _part(conn.request(rq.fetch(topic, topic_id, 12, 6, 2, last_fetched_epoch=7), 12).body)
         out["last_fetched_newer"] = (newer.error_code, newer.diverging_epoch.epoch, newer.high_watermark)
+    out["consumed"] = consumed_by_librdkafka(target, topic, 6)
     out["committed epochs"] = committed_epoch_scenario(target, topic)
     out["produce to non-leaders"] = produce_to_non_leaders(target, topic)
     out["producer ids"] = producer_id_scenario(target)
@@ -279,6 +292,26 @@ def producer_id_scenario(target: Target) -> Outcome:
     out["an unknown transactional id with an id"] = seen(init(5, 1_000_003, 3, f"{tid}-new"))
     out["no transactional id"] = seen(init(5, -1, -1, None))
     return out
+
+
+def consumed_by_librdkafka(target: Target, topic: str, count: int) -> list[tuple[int, int, bytes]]:
+    """What librdkafka's consumer reads from the start: (offset, leader epoch, value) per record (at most
+    ``count``; polls bounded by count)."""
+    ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed")
+    consumer = ck.Consumer({"bootstrap.servers": target.bootstrap, "group.id": f"c-{uuid.uuid4().hex[:8]}",
+                            "enable.auto.commit": False, "log_level": 0})
+    got: list[tuple[int, int, bytes]] = []
+    try:
+        consumer.assign([ck.TopicPartition(topic, 0, 0)])
+        for _ in range(POLLS):
+            m = consumer.poll(POLL_S * 5)
+            if m is not None and not m.error():
+                got.append((m.offset(), m.leader_epoch(), m.value()))
+            if len(got) >= count:
+                break
+    finally:
+        consumer.close()
+    return got
 
 
 def committed_epoch_scenario(target: Target, topic: str) -> Outcome:
@@ -384,3 +417,8 @@ def test_init_producer_id_transitions(outcomes: dict[str, Outcome]) -> None:
     got = _same(outcomes, lambda o: o["producer ids"])
     assert got["A recovers, v4"][0] == ErrorCode.PRODUCER_FENCED
     assert got["A recovers, v3"][0] == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_what_librdkafka_consumes(outcomes: dict[str, Outcome]) -> None:
+    got = _same(outcomes, lambda o: o["consumed"])
+    assert [(offset, epoch) for offset, epoch, _ in got] == [(0, 0), (1, 0), (2, 0), (3, 1), (4, 1), (5, 2)]
