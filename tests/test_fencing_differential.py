@@ -23,10 +23,18 @@ election), the mock's through its control API. Then, raw requests:
   recovering producer's bump and its retry, another producer id, half an id, an unknown transactional
   id, and no transactional id.
 
-Not compared here (Kafka cannot be driven there with raw requests in a test's budget): an unclean
-leader election (it needs a leader stopped and the topic configured for it), StopReplica (KRaft brokers
-do not serve it; Apache Kafka 4.x has no ZooKeeper mode), Produce's KIP-359 epochs (a kcodec proposal,
-not in Kafka), producer-id rotation on epoch exhaustion (32,766 bumps).
+And an unclean leader election (its own scenario, on replicas (2, 3)): node 3 stops and leaves the
+ISR, node 2 writes four records alone and is killed, node 3 comes back and is elected with ElectLeaders
+UNCLEAN (the mock: brokers down and up, unclean_election), writes two records, node 2 comes back. A
+librdkafka consumer that read all seven records detects the truncation and reads the new two; the new
+leader's OffsetsForLeaderEpoch, ListOffsets and DivergingEpoch answers. Leader epochs are compared as
+"epoch 0" and "the new epoch": how many epochs the controller spends on the way is not compared
+(Apache Kafka's KRaft controller spends two, one when the leader goes offline and one for the
+election; the mock's unclean_election one).
+
+Not compared here (Kafka cannot be driven there with raw requests in a test's budget): StopReplica (KRaft
+brokers do not serve it; Apache Kafka 4.x has no ZooKeeper mode), Produce's KIP-359 epochs (a kcodec
+proposal, not in Kafka), producer-id rotation on epoch exhaustion (32,766 bumps).
 """
 
 from __future__ import annotations
@@ -422,3 +430,160 @@ def test_init_producer_id_transitions(outcomes: dict[str, Outcome]) -> None:
 def test_what_librdkafka_consumes(outcomes: dict[str, Outcome]) -> None:
     got = _same(outcomes, lambda o: o["consumed"])
     assert [(offset, epoch) for offset, epoch, _ in got] == [(0, 0), (1, 0), (2, 0), (3, 1), (4, 1), (5, 2)]
+
+
+# --- an unclean leader election -------------------------------------------------------------------------
+
+UNCLEAN_REPLICAS = (2, 3)
+
+
+class UncleanSteps(Protocol):
+    """How a target goes through an unclean election of partition 0 of ``topic`` on replicas (2, 3)."""
+
+    def follower_dies(self, topic: str) -> None: ...
+    def leader_dies(self, topic: str) -> None: ...
+    def follower_comes_back(self, topic: str) -> None: ...
+    def elect_unclean(self, topic: str, kept: int) -> None: ...
+    def old_leader_comes_back(self, topic: str) -> None: ...
+
+
+class KafkaUnclean:
+    """Node 3 stops (controlled: it leaves the ISR), node 2 writes alone, node 2 is killed, node 3 starts
+    again (the KRaft quorum, nodes 1 and 3, is back) and is elected through ElectLeaders UNCLEAN, then
+    node 2 starts again as a follower and truncates its log to node 3's."""
+
+    def __init__(self, cluster: KafkaCluster) -> None:
+        self.cluster = cluster
+
+    def follower_dies(self, topic: str) -> None:
+        self.cluster.stop_node(3)
+        for _ in range(POLLS):  # the controller takes node 3 out of the ISR
+            if list(_metadata(KafkaTarget(self.cluster), 1, topic).partitions[0].isr_nodes) == [2]:
+                return
+            time.sleep(POLL_S)
+        raise AssertionError("node 3 never left the ISR")
+
+    def leader_dies(self, topic: str) -> None:
+        self.cluster.stop_node(2, kill=True)
+
+    def follower_comes_back(self, topic: str) -> None:
+        self.cluster.start_node(3)
+
+    def elect_unclean(self, topic: str, kept: int) -> None:
+        e = cls("ElectLeadersRequest")
+        partitions = [e.TopicPartitions(topic=topic, partitions=[0])]
+        elect = e(election_type=1, timeout_ms=30000, topic_partitions=partitions)
+        answers = []
+        for _ in range(POLLS):  # until the controller has fenced the killed node 2 and can elect node 3
+            with Connection(*self.cluster.nodes[1].address, timeout=30) as conn:
+                body = conn.request(elect, 2).body
+            code = body.error_code or body.replica_election_results[0].partition_result[0].error_code
+            if code == 0:
+                return
+            answers.append(code)
+            time.sleep(POLL_S)
+        raise AssertionError(f"ElectLeaders UNCLEAN never succeeded: {sorted(set(answers))}")
+
+    def old_leader_comes_back(self, topic: str) -> None:
+        self.cluster.start_node(2)
+
+
+class MockUnclean:
+    """The same through the control API: brokers down and up, and unclean_election(truncate_to=kept)."""
+
+    def __init__(self, cluster: MockCluster) -> None:
+        self.cluster = cluster
+
+    def follower_dies(self, topic: str) -> None:
+        self.cluster.set_broker_down(3)
+
+    def leader_dies(self, topic: str) -> None:
+        self.cluster.set_broker_down(2)
+
+    def follower_comes_back(self, topic: str) -> None:
+        self.cluster.set_broker_down(3, down=False)
+
+    def elect_unclean(self, topic: str, kept: int) -> None:
+        self.cluster.unclean_election(topic, 0, truncate_to=kept, to=3)
+
+    def old_leader_comes_back(self, topic: str) -> None:
+        self.cluster.set_broker_down(2, down=False)
+
+
+def unclean_scenario(target: Target, steps: UncleanSteps) -> Outcome:
+    """Three records on both replicas, four more on the leader alone, an unclean election of the other,
+    two records from it; a librdkafka consumer that read all seven before. Epochs are reported as
+    "epoch 0" and "the new epoch" (how many epochs a leader without a replica in between takes is the
+    controller's business)."""
+    ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed")
+    topic = f"unclean-{uuid.uuid4().hex[:8]}"
+    c = cls("CreateTopicsRequest")
+    create = c(timeout_ms=30000, topics=[c.CreatableTopic(
+        name=topic, num_partitions=-1, replication_factor=-1,
+        assignments=[c.CreatableReplicaAssignment(partition_index=0, broker_ids=list(UNCLEAN_REPLICAS))])])
+    with _connect(target, 1) as conn:
+        assert conn.request(create, 7).body.topics[0].error_code == 0
+    wait_for_leader(target, topic, 2, 0)
+    produce(target, topic, 2, [b"both-0", b"both-1", b"both-2"])
+    steps.follower_dies(topic)
+    produce(target, topic, 2, [b"lost-0", b"lost-1", b"lost-2", b"lost-3"])
+    consumer = ck.Consumer({"bootstrap.servers": target.bootstrap, "group.id": f"u-{uuid.uuid4().hex[:8]}",
+                            "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                            "topic.metadata.refresh.interval.ms": 500, "log_level": 0})
+    try:
+        consumer.assign([ck.TopicPartition(topic, 0, 0)])
+        before = _poll(consumer, 7)
+        steps.leader_dies(topic)
+        steps.follower_comes_back(topic)
+        steps.elect_unclean(topic, 3)
+        for _ in range(POLLS):
+            t = _metadata(target, 1, topic)
+            if t.partitions and t.partitions[0].leader_id == 3:
+                break
+            time.sleep(POLL_S)
+        new_epoch = _metadata(target, 1, topic).partitions[0].leader_epoch
+        produce(target, topic, 3, [b"new-0", b"new-1"])
+        steps.old_leader_comes_back(topic)
+        after = _poll(consumer, 2)
+    finally:
+        consumer.close()
+
+    def named(epoch: int) -> str:
+        return {0: "epoch 0", new_epoch: "the new epoch", -1: "undefined"}.get(epoch, f"epoch {epoch}")
+
+    out: Outcome = {"new epoch above 0": new_epoch > 0, "_new_epoch": new_epoch}
+    out["consumed before"] = [(o, named(e), v) for o, e, v in before]
+    out["consumed after"] = [(o, named(e), v) for o, e, v in after]
+    with _connect(target, 3) as conn:
+        for asked in (0, new_epoch):
+            request = rq.offset_for_leader_epoch(topic, 4, asked, new_epoch)
+            code, epoch, end = _pair(conn.request(request, 4).body)
+            out[f"end of {named(asked)}"] = (code, named(epoch), end)
+        latest = _part(conn.request(rq.list_offsets(topic, 7, current_leader_epoch=new_epoch), 7).body)
+        out["latest offset"] = (latest.error_code, latest.offset, named(latest.leader_epoch))
+        topic_id = _metadata(target, 3, topic).topic_id
+        div = _part(conn.request(rq.fetch(topic, topic_id, 12, 7, new_epoch, last_fetched_epoch=0), 12).body)
+        out["a fetcher at 7 after epoch 0"] = (div.error_code, named(div.diverging_epoch.epoch),
+                                               div.diverging_epoch.end_offset)
+    return out
+
+
+def _poll(consumer: Any, count: int) -> list[tuple[int, int, bytes]]:
+    got: list[tuple[int, int, bytes]] = []
+    for _ in range(POLLS):
+        m = consumer.poll(POLL_S * 5)
+        if m is not None and not m.error():
+            got.append((m.offset(), m.leader_epoch(), m.value()))
+        if len(got) >= count:
+            break
+    return got
+
+
+def test_an_unclean_leader_election(apache_kafka_cluster: KafkaCluster, mock_cluster: MockCluster) -> None:
+    kafka = unclean_scenario(KafkaTarget(apache_kafka_cluster), KafkaUnclean(apache_kafka_cluster))
+    mock = unclean_scenario(MockTarget(mock_cluster), MockUnclean(mock_cluster))
+    epochs = {"Apache Kafka": kafka.pop("_new_epoch"), "kcodec broker": mock.pop("_new_epoch")}
+    assert mock == kafka, f"\nApache Kafka:  {kafka}\nkcodec broker: {mock}"
+    print("unclean leader election, both:", kafka, "new leader epochs:", epochs)
+    assert kafka["consumed after"] == [(3, "the new epoch", b"new-0"), (4, "the new epoch", b"new-1")]
+    assert kafka["end of epoch 0"] == (0, "epoch 0", 3)
