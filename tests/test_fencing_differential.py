@@ -25,11 +25,12 @@ election), the mock's through its control API. Then, raw requests:
 
 And an unclean leader election (its own scenario, on replicas (2, 3)): node 3 stops and leaves the
 ISR, node 2 writes four records alone and is killed, node 3 comes back and is elected with ElectLeaders
-UNCLEAN (the mock: brokers down and up, unclean_election), writes two records, node 2 comes back. A
-librdkafka consumer that read all seven records detects the truncation and reads the new two; the new
-leader's OffsetsForLeaderEpoch, ListOffsets and DivergingEpoch answers. Leader epochs are compared as
-"epoch 0" and "the new epoch": how many epochs the controller spends on the way is not compared
-(Apache Kafka's KRaft controller spends two, one when the leader goes offline and one for the
+UNCLEAN (the mock: brokers down and up, unclean_election), writes two records; then node 2 comes
+back. Compared, while node 3 is the only replica up: what a librdkafka consumer and a kafka-python
+consumer that had read all seven records read next (both detect the truncation and read the new two),
+and the new leader's OffsetsForLeaderEpoch, ListOffsets and DivergingEpoch answers. Leader epochs are
+compared as "epoch 0" and "the new epoch": how many epochs the controller spends on the way is not
+compared (Apache Kafka's KRaft controller spends two, one when the leader goes offline and one for the
 election; the mock's unclean_election one).
 
 Not compared here (Kafka cannot be driven there with raw requests in a test's budget): StopReplica (KRaft
@@ -530,23 +531,33 @@ def unclean_scenario(target: Target, steps: UncleanSteps) -> Outcome:
     consumer = ck.Consumer({"bootstrap.servers": target.bootstrap, "group.id": f"u-{uuid.uuid4().hex[:8]}",
                             "enable.auto.commit": False, "auto.offset.reset": "earliest",
                             "topic.metadata.refresh.interval.ms": 500, "log_level": 0})
+    kafka = pytest.importorskip("kafka", reason="kafka-python is not installed")
+    kp = kafka.KafkaConsumer(bootstrap_servers=target.bootstrap, auto_offset_reset="earliest",
+                             enable_auto_commit=False, metadata_max_age_ms=500)
     try:
         consumer.assign([ck.TopicPartition(topic, 0, 0)])
+        kp.assign([kafka.TopicPartition(topic, 0)])
         before = _poll(consumer, 7)
+        kp_before = _kp_poll(kp, 7)
         steps.leader_dies(topic)
         steps.follower_comes_back(topic)
         steps.elect_unclean(topic, 3)
-        for _ in range(POLLS):
-            t = _metadata(target, 1, topic)
-            if t.partitions and t.partitions[0].leader_id == 3:
+        for _ in range(POLLS):  # until the live nodes, the new leader included, know it leads
+            seen = [_metadata(target, n, topic).partitions for n in (1, 3)]
+            if all(parts and parts[0].leader_id == 3 for parts in seen):
                 break
             time.sleep(POLL_S)
-        new_epoch = _metadata(target, 1, topic).partitions[0].leader_epoch
+        new_epoch = _metadata(target, 3, topic).partitions[0].leader_epoch
         produce(target, topic, 3, [b"new-0", b"new-1"])
-        steps.old_leader_comes_back(topic)
+        answers = _new_leader_answers(target, topic, new_epoch)
+        # read while the new leader is the only replica up (after the old leader is back and caught up,
+        # Apache Kafka's answers were seen to change: OffsetsForLeaderEpoch(0) once ended at the log end)
         after = _poll(consumer, 2)
+        kp_after = _kp_poll(kp, 2)
+        steps.old_leader_comes_back(topic)
     finally:
         consumer.close()
+        kp.close()
 
     def named(epoch: int) -> str:
         return {0: "epoch 0", new_epoch: "the new epoch", -1: "undefined"}.get(epoch, f"epoch {epoch}")
@@ -554,17 +565,10 @@ def unclean_scenario(target: Target, steps: UncleanSteps) -> Outcome:
     out: Outcome = {"new epoch above 0": new_epoch > 0, "_new_epoch": new_epoch}
     out["consumed before"] = [(o, named(e), v) for o, e, v in before]
     out["consumed after"] = [(o, named(e), v) for o, e, v in after]
-    with _connect(target, 3) as conn:
-        for asked in (0, new_epoch):
-            request = rq.offset_for_leader_epoch(topic, 4, asked, new_epoch)
-            code, epoch, end = _pair(conn.request(request, 4).body)
-            out[f"end of {named(asked)}"] = (code, named(epoch), end)
-        latest = _part(conn.request(rq.list_offsets(topic, 7, current_leader_epoch=new_epoch), 7).body)
-        out["latest offset"] = (latest.error_code, latest.offset, named(latest.leader_epoch))
-        topic_id = _metadata(target, 3, topic).topic_id
-        div = _part(conn.request(rq.fetch(topic, topic_id, 12, 7, new_epoch, last_fetched_epoch=0), 12).body)
-        out["a fetcher at 7 after epoch 0"] = (div.error_code, named(div.diverging_epoch.epoch),
-                                               div.diverging_epoch.end_offset)
+    out["kafka-python consumed before"] = kp_before
+    out["kafka-python consumed after"] = kp_after
+    for name, (at, answer) in answers.items():  # the epoch in each answer, named
+        out[name] = tuple(named(x) if i == at else x for i, x in enumerate(answer))
     return out
 
 
@@ -579,6 +583,35 @@ def _poll(consumer: Any, count: int) -> list[tuple[int, int, bytes]]:
     return got
 
 
+def _new_leader_answers(
+    target: Target, topic: str, new_epoch: int
+) -> dict[str, tuple[int, tuple[int, ...]]]:
+    """The new leader's answers while it is the only replica up: name -> (index of the epoch, answer)."""
+    out: dict[str, tuple[int, tuple[int, ...]]] = {}
+    with _connect(target, 3) as conn:
+        for asked in (0, new_epoch):
+            request = rq.offset_for_leader_epoch(topic, 4, asked, new_epoch)
+            name = f"end of {'epoch 0' if asked == 0 else 'the new epoch'}"
+            out[name] = (1, _pair(conn.request(request, 4).body))
+        latest = _part(conn.request(rq.list_offsets(topic, 7, current_leader_epoch=new_epoch), 7).body)
+        out["latest offset"] = (2, (latest.error_code, latest.offset, latest.leader_epoch))
+        topic_id = _metadata(target, 3, topic).topic_id
+        div = _part(conn.request(rq.fetch(topic, topic_id, 12, 7, new_epoch, last_fetched_epoch=0), 12).body)
+        out["a fetcher at 7 after epoch 0"] = (1, (div.error_code, div.diverging_epoch.epoch,
+                                                   div.diverging_epoch.end_offset))
+    return out
+
+
+def _kp_poll(consumer: Any, count: int) -> list[tuple[int, bytes]]:
+    got: list[tuple[int, bytes]] = []
+    for _ in range(POLLS // 5):
+        for records in consumer.poll(timeout_ms=500).values():
+            got.extend((r.offset, r.value) for r in records)
+        if len(got) >= count:
+            break
+    return got
+
+
 def test_an_unclean_leader_election(apache_kafka_cluster: KafkaCluster, mock_cluster: MockCluster) -> None:
     kafka = unclean_scenario(KafkaTarget(apache_kafka_cluster), KafkaUnclean(apache_kafka_cluster))
     mock = unclean_scenario(MockTarget(mock_cluster), MockUnclean(mock_cluster))
@@ -586,4 +619,5 @@ def test_an_unclean_leader_election(apache_kafka_cluster: KafkaCluster, mock_clu
     assert mock == kafka, f"\nApache Kafka:  {kafka}\nkcodec broker: {mock}"
     print("unclean leader election, both:", kafka, "new leader epochs:", epochs)
     assert kafka["consumed after"] == [(3, "the new epoch", b"new-0"), (4, "the new epoch", b"new-1")]
+    assert kafka["kafka-python consumed after"] == [(3, b"new-0"), (4, b"new-1")]
     assert kafka["end of epoch 0"] == (0, "epoch 0", 3)
