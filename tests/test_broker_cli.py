@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from kcodec import message_class
 from kcodec.broker import MockCluster
 from kcodec.client import Connection, parse_host_port
 from kcodec.negotiation import handshake
@@ -71,6 +72,35 @@ def test_broker_prints_its_bootstrap_list_and_serves(running: tuple[list[tuple[s
     assert missing.returncode == 1 and missing.stderr.strip().count("\n") == 0
     assert "no partition nope-0 (UNKNOWN_TOPIC_OR_PARTITION)" in missing.stderr
     assert "Handshake" not in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_broker_ctl_injects_faults(running: tuple[list[tuple[str, int]], str]) -> None:
+    brokers, control = running
+
+    def run(*args: str) -> object:
+        done = ctl(control, *args)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    assert run("inject-errors", "Fetch", "6", "6", "--broker", "2") == 2
+    assert run("inject-errors", "3", "0", "--latency-ms", "10") == 1  # by key; latency only
+    run("broker-down", "1")
+    run("move-leader", "t", "1")  # partition 1: leader 2 -> 1, epoch 1
+    run("stale-metadata", "2")
+    assert run("faults") == {"pending": {"2/1": 2, "any/3": 1}, "down": [1], "stale": {"2": 1}}
+    with Connection(*brokers[1], timeout=5) as conn:  # broker 2: stale, shows partition 1 at epoch 0
+        request = message_class("MetadataRequest")(topics=None)
+        partitions = conn.request(request, 12).body.topics[0].partitions
+        assert sorted((p.partition_index, p.leader_id, p.leader_epoch) for p in partitions) == [(0, 1, 0), (1, 2, 0)]
+    with pytest.raises(OSError), Connection(*brokers[0], timeout=5) as down:
+        down.request(message_class("MetadataRequest")(topics=None), 12)
+    run("broker-up", "1")
+    run("clear-faults")
+    assert run("faults") == {"pending": {}, "down": [], "stale": {}}
+    bad = ctl(control, "inject-errors", "NoSuchApi", "6")
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "no API 'NoSuchApi'" in bad.stderr
+    bad = ctl(control, "broker-down", "9")
+    assert bad.returncode == 1 and "no broker 9" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_ctrl_c_exits_130() -> None:

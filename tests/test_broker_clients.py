@@ -190,6 +190,38 @@ def test_librdkafka_producer_follows_a_leader_move(cluster: MockCluster) -> None
     assert "InitProducerId" in cluster.request_counts()
 
 
+def test_librdkafka_idempotent_producer_goes_on_after_an_unclean_election(cluster: MockCluster) -> None:
+    # The new leader of an unclean election kept only offsets 0-4 (another writer's): it has no state for
+    # the idempotent producer, whose next batch then carries sequence 20. Kafka accepts it
+    # (ProducerAppendInfo.checkSequence: no current producer epoch, any sequence); refusing it with
+    # OUT_OF_ORDER_SEQUENCE_NUMBER makes librdkafka's idempotent producer fail fatally.
+    cluster.create_topic("idem-u", 1)
+    cluster.append("idem-u", 0, [NewRecord(f"other-{i}".encode()) for i in range(5)])
+    fatal: list[Any] = []
+    p = ck.Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "linger.ms": 0,
+                     "error_cb": fatal.append, **QUIET})
+    delivered: list[Any] = []
+
+    def send(values: list[bytes]) -> None:
+        for v in values:
+            p.produce("idem-u", value=v,
+                      on_delivery=lambda err, msg: delivered.append((err, msg.value(), msg.offset())))
+            p.poll(0)
+        assert p.flush(30) == 0
+
+    before = [f"before-{i}".encode() for i in range(20)]
+    send(before)
+    assert [(e, o) for e, _, o in delivered] == [(None, 5 + i) for i in range(20)]
+    info = cluster.unclean_election("idem-u", 0, truncate_to=5)
+    assert (info.log_end_offset, info.leader_epoch) == (5, 1)
+    delivered.clear()
+    after = [f"after-{i}".encode() for i in range(20)]
+    send(after)
+    assert fatal == [] and all(err is None for err, _, _ in delivered), (fatal, delivered[:3])
+    assert sorted((o, v) for _, v, o in delivered) == [(5 + i, v) for i, v in enumerate(after)]
+    assert cluster.describe("idem-u").log_end_offset == 25
+
+
 # --- kafka-python -------------------------------------------------------------------------------------
 
 

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kcodec
-from kcodec.error_codes import ErrorCode
 from kcodec.broker import AsyncMockCluster, BrokerConfig, MockCluster
+from kcodec.broker.errors import BrokerError
 from kcodec.broker.handlers import ROUTES, served_versions
 from kcodec.broker.server import BrokerServer, Close
 from kcodec.client import Connection
@@ -148,22 +148,92 @@ def test_fetch_list_offsets_and_offset_for_leader_epoch_are_fenced() -> None:
         node = [a for a in c.state.nodes].index(c.state.node(info.leader))  # the leader's index
         with conn_to(c, node) as conn:
             for epoch, want in ((0, FENCED), (2, UNKNOWN), (1, ErrorCode.NONE), (NO_LEADER_EPOCH, ErrorCode.NONE)):
-                for v in (9, 12, 17):
+                for v in (9, 12, 15, 16, 17):
                     got = partition_of(conn.request(rq.fetch("f", tid, v, current_leader_epoch=epoch), v).body)
                     assert got.error_code == want, (v, epoch)
-                    if v >= 12 and want == FENCED:  # KIP-951: the current leader comes with it
-                        assert (got.current_leader.leader_id, got.current_leader.leader_epoch) == (info.leader, 1)
+                    hint = (got.current_leader.leader_id, got.current_leader.leader_epoch)
+                    # KafkaApis.handleFetchRequest fills CurrentLeader only from v16 (KIP-951), though the
+                    # field is in the schema from v12
+                    assert hint == ((info.leader, 1) if v >= 16 and want == FENCED else (-1, -1)), (v, epoch)
                 for v in (4, 11):
                     req = rq.list_offsets("f", v, current_leader_epoch=epoch)
                     assert partition_of(conn.request(req, v).body).error_code == want
                 for v in (2, 4):
                     req = rq.offset_for_leader_epoch("f", v, 0, current_leader_epoch=epoch)
                     assert partition_of(conn.request(req, v).body).error_code == want
-        with conn_to(c, 1 - node) as follower:  # right epoch, wrong broker
-            got = partition_of(follower.request(rq.fetch("f", tid, 12, current_leader_epoch=1), 12).body)
+        with conn_to(c, 1 - node) as follower:  # right epoch, a follower
+            # FetchParams.fetchOnlyLeader: a consumer's Fetch v11+ carries client metadata (KIP-392) and
+            # any replica serves it; before v11 only the leader does
+            got = partition_of(follower.request(rq.fetch("f", tid, 10, current_leader_epoch=1), 10).body)
             assert got.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            got = partition_of(follower.request(rq.fetch("f", tid, 12, current_leader_epoch=1), 12).body)
+            assert got.error_code == ErrorCode.NONE and got.high_watermark == 1
             stale = partition_of(follower.request(rq.fetch("f", tid, 12, current_leader_epoch=0), 12).body)
             assert stale.error_code == FENCED  # the epoch is checked before leadership
+            for v in (10, 12):
+                replica = rq.fetch("f", tid, v, current_leader_epoch=1)
+                replica.replica_id = 3  # a broker's fetch: the leader only, whatever the version
+                got = partition_of(follower.request(replica, v).body)
+                assert got.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_negative_epochs_other_than_minus_one() -> None:
+    # FetchRequest.optionalEpoch turns any negative current leader epoch into "none" (no check), while
+    # ReplicaManager's ListOffsets (UNKNOWN_EPOCH) and lastOffsetForLeaderEpoch (NO_PARTITION_LEADER_EPOCH)
+    # take only -1 as none: -2 is an epoch there, older than any, so FENCED_LEADER_EPOCH.
+    with MockCluster(brokers=1) as c:
+        c.create_topic("n", 1)
+        c.move_leader("n", 0)  # epoch 1
+        tid = topic_id(c, "n")
+        with conn_to(c) as conn:
+            for epoch in (-2, -5, -(2**31)):
+                for v in (9, 12, 17):
+                    req = rq.fetch("n", tid, v, current_leader_epoch=epoch)
+                    assert partition_of(conn.request(req, v).body).error_code == ErrorCode.NONE, (v, epoch)
+                got = partition_of(conn.request(rq.list_offsets("n", 4, current_leader_epoch=epoch), 4).body)
+                assert got.error_code == FENCED
+                got = partition_of(conn.request(rq.offset_for_leader_epoch("n", 4, 0, epoch), 4).body)
+                assert got.error_code == FENCED
+
+
+def test_a_broker_that_is_not_a_replica_answers_not_leader_or_follower() -> None:
+    # ReplicaManager.getPartitionOrError: a partition this broker does not host (HostedPartition.None) that
+    # the metadata knows is NOT_LEADER_OR_FOLLOWER, before any epoch check (Partition.checkCurrentLeaderEpoch
+    # runs only on a hosted partition).
+    with MockCluster(brokers=3) as c:
+        c.create_topic("r", 1, replication_factor=1)
+        leader = c.describe("r").leader
+        other = next(i for i, n in enumerate(c.state.nodes) if n.node_id != leader)
+        tid = topic_id(c, "r")
+        with conn_to(c, other) as conn:
+            for epoch in (-1, 0, 1, 5):  # equal, newer: never 74/75 from a non-replica
+                got = partition_of(conn.request(rq.fetch("r", tid, 12, current_leader_epoch=epoch), 12).body)
+                assert got.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER, epoch
+                got = partition_of(conn.request(rq.list_offsets("r", 4, current_leader_epoch=epoch), 4).body)
+                assert got.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER, epoch
+                got = partition_of(conn.request(rq.offset_for_leader_epoch("r", 4, 0, epoch), 4).body)
+                assert got.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER, epoch
+            produced = partition_of(conn.request(rq.produce("r", tid, 9, rq.batch(b"v")), 9).body)
+            assert produced.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_a_follower_refuses_offsets_for_leader_epoch_even_for_replica_id_minus_two() -> None:
+    # ReplicaManager.lastOffsetForLeaderEpoch calls Partition.lastOffsetForLeaderEpoch with
+    # fetchOnlyFromLeader = true whatever the request's replica id (ListOffsets is the API where -2, the
+    # debugging consumer, may read from a follower).
+    with MockCluster(brokers=2) as c:
+        c.create_topic("o", 1)  # replicas (1, 2): node 2 is a follower
+        c.append("o", 0, [NewRecord(b"x")])
+        with conn_to(c, 1) as follower:
+            for replica_id in (-1, -2):
+                req = rq.offset_for_leader_epoch("o", 3, 0, 0)
+                req.replica_id = replica_id
+                got = partition_of(follower.request(req, 3).body)
+                assert (got.error_code, got.end_offset) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1), replica_id
+            debug = rq.list_offsets("o", 4, current_leader_epoch=0)
+            debug.replica_id = -2
+            got = partition_of(follower.request(debug, 4).body)
+            assert (got.error_code, got.offset) == (ErrorCode.NONE, 1)  # ListOffsets: allowed
 
 
 def test_offsets_for_leader_epoch_and_diverging_epoch_after_an_unclean_election() -> None:
@@ -189,6 +259,11 @@ def test_offsets_for_leader_epoch_and_diverging_epoch_after_an_unclean_election(
             assert ok.diverging_epoch.epoch == -1 and ok.high_watermark == 7
             values = [r.value for b in iter_batches(ok.records) for r in b.records()]
             assert values == [b"new-0", b"new-1"]
+            # Partition.readRecords: a last fetched epoch newer than every epoch the leader knows has no
+            # defined end: OFFSET_OUT_OF_RANGE, not DivergingEpoch(-1, -1)
+            newer = partition_of(conn.request(rq.fetch("u", tid, 12, 7, 1, last_fetched_epoch=5), 12).body)
+            assert newer.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+            assert newer.diverging_epoch.epoch == -1 and bytes(newer.records or b"") == b""
 
 
 # --- KIP-359 on the wire: Produce v14 --------------------------------------------------------------
@@ -229,13 +304,14 @@ def test_stop_replica_leader_epochs() -> None:
         with conn_to(c, 1) as conn:  # node 2, a follower
             def stop(v: int, epoch: int, controller_epoch: int = 1) -> Any:
                 return conn.request(rq.stop_replica(v, "s", epoch, controller_epoch), v).body
-            for epoch in (0, 1):  # older, and equal: both stale
-                got = stop(3, epoch)
-                assert got.error_code == 0 and got.partition_errors[0].error_code == FENCED
+            # ReplicaManager.stopReplicas (Kafka 3.5+, KAFKA-13972): older is fenced, equal is accepted
+            got = stop(3, 0)
+            assert got.error_code == 0 and got.partition_errors[0].error_code == FENCED
             assert c.describe("s").replicas == (1, 2)
             assert stop(3, 5, controller_epoch=0).error_code == ErrorCode.STALE_CONTROLLER_EPOCH
-            assert stop(4, LEADER_EPOCH_DURING_DELETE).partition_errors[0].error_code == 0  # -2 overrides
+            assert stop(3, 1).partition_errors[0].error_code == 0  # equal epoch: stopped
             assert c.describe("s").replicas == (1,)
+            assert stop(4, LEADER_EPOCH_DURING_DELETE).partition_errors[0].error_code == 0  # -2 overrides
             assert stop(4, 0).partition_errors[0].error_code == 0  # no longer hosted here: nothing to check
         with conn_to(c, 0) as leader:  # v0-2 carry no epoch (-1): stopped without a check
             got = leader.request(rq.stop_replica(2, "s", NO_LEADER_EPOCH), 2).body
@@ -271,6 +347,57 @@ def test_idempotent_produce_sequences(cluster: MockCluster) -> None:
     assert cluster.describe("idem").log_end_offset == 4
 
 
+def test_an_unknown_producer_may_start_at_any_sequence(cluster: MockCluster) -> None:
+    # ProducerAppendInfo.checkSequence: a producer id the partition has no entry for has the current epoch
+    # NO_PRODUCER_EPOCH, and "if there is no current producer epoch ... accept writes with any sequence
+    # number" (Kafka 2.5+, KIP-360; before it, UNKNOWN_PRODUCER_ID). Then the sequence must follow on.
+    cluster.create_topic("unknown-pid", 1)
+    tid = topic_id(cluster, "unknown-pid")
+    with conn_to(cluster) as conn:
+        def send(pid: int, seq: int, ep: int = 0) -> Any:
+            records = rq.batch(b"v", producer_id=pid, producer_epoch=ep, base_sequence=seq)
+            return partition_of(conn.request(rq.produce("unknown-pid", tid, 9, records), 9).body)
+
+        assert (send(4242, 7).error_code, send(4242, 8).error_code) == (0, 0)
+        assert send(4242, 10).error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER  # known now: a gap
+        assert send(4243, 2**31 - 1).error_code == 0 and send(4243, 0).error_code == 0  # wraps to 0
+
+
+def test_an_unclean_election_keeps_the_producer_state_of_the_kept_log() -> None:
+    # The new leader's producer state is what its own log holds (ProducerStateManager, rebuilt on
+    # truncation): a producer whose batches are all gone is unknown (any sequence, see above); one whose
+    # earlier batches were kept must go on from them.
+    with MockCluster(brokers=1) as c:
+        c.create_topic("ue", 1)
+        c.append("ue", 0, [NewRecord(b"other")])  # offset 0, no producer id
+        tid = topic_id(c, "ue")
+        with conn_to(c) as conn:
+            def send(pid: int, seq: int) -> Any:
+                records = rq.batch(b"a", b"b", producer_id=pid, producer_epoch=0, base_sequence=seq)
+                return partition_of(conn.request(rq.produce("ue", tid, 9, records), 9).body)
+
+            assert [send(1, 0).base_offset, send(2, 0).base_offset, send(1, 2).base_offset] == [1, 3, 5]
+            c.unclean_election("ue", 0, truncate_to=3)  # keeps offsets 0-2: producer 1's first batch
+            assert send(2, 2).error_code == 0  # producer 2 has no batch left: unknown, accepted
+            assert send(1, 4).error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER  # 2-3 were lost
+            assert send(1, 2).error_code == 0  # on from sequence 1, its last kept one
+            retry = send(1, 0)  # a retry of the kept batch is still recognised
+            assert (retry.error_code, retry.base_offset) == (0, 1)
+
+
+def test_control_leadership_on_a_partition_without_replicas_is_a_control_error() -> None:
+    with MockCluster(brokers=1) as c:
+        c.create_topic("gone", 1)
+        with conn_to(c) as conn:
+            got = conn.request(rq.stop_replica(3, "gone", LEADER_EPOCH_DURING_DELETE), 3).body
+            assert got.partition_errors[0].error_code == 0
+        assert c.describe("gone").replicas == ()
+        for op in (lambda: c.move_leader("gone", 0), lambda: c.unclean_election("gone", 0, truncate_to=0)):
+            with pytest.raises(BrokerError, match="no replicas"):
+                op()
+        assert c.describe("gone").leader_epoch == 0  # nothing changed
+
+
 def test_init_producer_id_kip360(cluster: MockCluster) -> None:
     txn = "tx-kip360"
     coordinator = cluster.call(lambda: cluster.state.coordinator_for(txn).node_id)
@@ -291,6 +418,24 @@ def test_init_producer_id_kip360(cluster: MockCluster) -> None:
         assert init(4, pid, -1).error_code == ErrorCode.INVALID_REQUEST
         plain = conn.request(rq.init_producer_id(4, None, pid, 2), 4).body  # no transactional id
         assert plain.producer_id not in (-1, pid) and plain.producer_epoch == 0
+
+
+def test_init_producer_id_a_new_instance_fences_the_old_one(cluster: MockCluster) -> None:
+    # KIP-360 (TransactionMetadata.prepareIncrementProducerEpoch): instance A has (pid, 0); instance B's
+    # InitProducerId(-1, -1) bumps to (pid, 1) and clears the last epoch; A's InitProducerId(pid, 0) is then
+    # PRODUCER_FENCED (90) at v4+ and INVALID_PRODUCER_EPOCH (47) below (KafkaApis, KIP-588).
+    txn = "tx-zombie"
+    with conn_to(cluster) as conn:
+        def init(v: int, pid: int = -1, epoch: int = -1) -> Any:
+            return conn.request(rq.init_producer_id(v, txn, pid, epoch), v).body
+        a = init(4)
+        b = init(4)
+        assert (b.error_code, b.producer_id, b.producer_epoch) == (0, a.producer_id, 1)
+        for v, error in ((3, ErrorCode.INVALID_PRODUCER_EPOCH), (4, ErrorCode.PRODUCER_FENCED),
+                         (5, ErrorCode.PRODUCER_FENCED)):
+            got = init(v, a.producer_id, 0)
+            assert (got.error_code, got.producer_id, got.producer_epoch) == (error, -1, -1), v
+        assert init(4, a.producer_id, 1).producer_epoch == 2  # B recovers: bumped
 
 
 # --- records stored as received ---------------------------------------------------------------------
@@ -448,3 +593,22 @@ def fuzz() -> Iterator[tuple[asyncio.AbstractEventLoop, BrokerServer]]:
     finally:
         loop.run_until_complete(cluster.stop())
         loop.close()
+
+
+def test_a_failed_fetch_reports_no_high_watermark_or_log_start() -> None:
+    # ReplicaManager.readFromLog: a partition whose read fails (not the leader, fenced, out of range) is
+    # answered from createLogReadResult(e): high watermark, log start and last stable offset all -1.
+    with MockCluster(brokers=1) as c:
+        c.create_topic("hw", 1)
+        c.append("hw", 0, [NewRecord(b"x"), NewRecord(b"y")])
+        c.move_leader("hw", 0)  # epoch 1
+        tid = topic_id(c, "hw")
+        with conn_to(c) as conn:
+            for kwargs in ({"offset": 7, "current_leader_epoch": 1}, {"offset": 0, "current_leader_epoch": 0},
+                           {"offset": 2, "current_leader_epoch": 1, "last_fetched_epoch": 4}):
+                got = partition_of(conn.request(rq.fetch("hw", tid, 12, **kwargs), 12).body)
+                assert got.error_code != 0 and (got.high_watermark, got.log_start_offset) == (-1, -1), kwargs
+                assert got.last_stable_offset == -1
+            ok = partition_of(conn.request(rq.fetch("hw", tid, 12, 2, 1), 12).body)
+            got_ok = (ok.error_code, ok.high_watermark, ok.log_start_offset, ok.last_stable_offset)
+            assert got_ok == (0, 2, 0, 2)

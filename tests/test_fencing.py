@@ -11,12 +11,14 @@ from kcodec.error_codes import ErrorCode
 from kcodec.fencing import (
     EpochEndOffset,
     EpochEntry,
+    FetchEpochCheck,
     FetchPosition,
     InitOutcome,
     TransactionalIdState,
     Truncation,
     advance_start,
     assign_epoch,
+    check_fetch_epoch,
     check_leader_epoch,
     check_stop_replica_epoch,
     detect_truncation,
@@ -27,6 +29,7 @@ from kcodec.fencing import (
     is_epoch_exhausted,
     metadata_staleness,
     partition_epochs,
+    topic_ids,
     truncate_epochs,
 )
 from kcodec.fencing.metadata import StaleReason
@@ -66,9 +69,13 @@ def test_leader_epoch_check_is_a_trichotomy(request_epoch: int, partition_epoch:
 
 
 def test_stop_replica_epoch_table() -> None:
+    # ReplicaManager.stopReplicas (Kafka 3.5+, KAFKA-13972, commit 653e284): the partition is stopped when
+    # the request's epoch is -2 (EPOCH_DURING_DELETE), -1 (NO_EPOCH) or >= the replica's; only an older
+    # epoch is FENCED_LEADER_EPOCH. (Kafka 2.6-3.4 compared with '>' and fenced an equal epoch.)
     assert check_stop_replica_epoch(6, 5) is ErrorCode.NONE
-    assert check_stop_replica_epoch(5, 5) is ErrorCode.FENCED_LEADER_EPOCH  # equal is stale too
+    assert check_stop_replica_epoch(5, 5) is ErrorCode.NONE  # equal: accepted since Kafka 3.5
     assert check_stop_replica_epoch(4, 5) is ErrorCode.FENCED_LEADER_EPOCH
+    assert check_stop_replica_epoch(0, 5) is ErrorCode.FENCED_LEADER_EPOCH
     assert check_stop_replica_epoch(LEADER_EPOCH_DURING_DELETE, 5) is ErrorCode.NONE  # -2 overrides
     assert check_stop_replica_epoch(NO_LEADER_EPOCH, 5) is ErrorCode.NONE  # -1: absent, no check
     assert check_stop_replica_epoch(0, None) is ErrorCode.NONE  # a replica this broker does not host
@@ -108,7 +115,41 @@ def test_diverging_epoch() -> None:
     assert diverging_epoch(cache, 15, 12, 1) == EpochEndOffset(1, 10)  # read 10-11 in epoch 1: gone
     assert diverging_epoch(cache, 15, 12, 2) == EpochEndOffset(1, 10)  # epoch 2 never wrote here
     assert diverging_epoch(cache, 15, 12, NO_LEADER_EPOCH) is None
-    assert diverging_epoch(cache, 15, 14, 4) == EpochEndOffset(UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
+    assert diverging_epoch(cache, 15, 12, -5) is None  # any negative epoch: none sent
+
+
+def test_fetch_with_a_last_fetched_epoch_newer_than_the_leader_knows_is_out_of_range() -> None:
+    # Partition.readRecords (Kafka 2.7+, KIP-595's Fetch v12): the end of the last fetched epoch comes from
+    # lastOffsetForLeaderEpoch; if it is undefined (UNDEFINED_EPOCH_OFFSET or UNDEFINED_EPOCH) the fetch
+    # fails with OffsetOutOfRangeException, "Could not determine the end offset of the last fetched
+    # epoch". It is never answered with DivergingEpoch(-1, -1).
+    cache = (EpochEntry(0, 0), EpochEntry(1, 5))
+    assert end_offset_for_epoch(cache, 5, 9).undefined  # epoch 5 is above every cached epoch
+    got = check_fetch_epoch(cache, 0, 9, 9, 5)
+    assert got == FetchEpochCheck(ErrorCode.OFFSET_OUT_OF_RANGE, None)
+
+
+def test_fetch_with_a_last_fetched_epoch_older_than_the_cache_diverges_at_its_first_start() -> None:
+    # LeaderEpochFileCache.endOffsetFor: an epoch below every cached one has no floor entry and is answered
+    # with (the epoch asked, the start offset of the first cached epoch): defined, so the fetcher is told
+    # to truncate there (DivergingEpoch), not failed.
+    cache = (EpochEntry(2, 10), EpochEntry(3, 20))
+    assert end_offset_for_epoch(cache, 1, 25) == EpochEndOffset(1, 10)
+    got = check_fetch_epoch(cache, 10, 25, 15, 1)
+    assert got == FetchEpochCheck(ErrorCode.NONE, EpochEndOffset(1, 10))
+
+
+def test_fetch_epoch_check_order() -> None:
+    # Partition.readRecords: undefined end -> OFFSET_OUT_OF_RANGE; then a fetch offset below the log
+    # start -> OFFSET_OUT_OF_RANGE "regardless of whether epochs are diverging"; then DivergingEpoch.
+    cache = (EpochEntry(0, 5), EpochEntry(1, 10))
+    assert check_fetch_epoch(cache, 5, 12, 3, 0).error is ErrorCode.OFFSET_OUT_OF_RANGE  # diverging too
+    assert check_fetch_epoch(cache, 5, 12, 11, 0) == FetchEpochCheck(ErrorCode.NONE, EpochEndOffset(0, 10))
+    assert check_fetch_epoch(cache, 5, 12, 10, 0) == FetchEpochCheck(ErrorCode.NONE, None)
+    assert check_fetch_epoch(cache, 5, 12, 12, 1) == FetchEpochCheck(ErrorCode.NONE, None)
+    # FetchRequest.optionalEpoch: a negative last fetched epoch is none: no check at all
+    assert check_fetch_epoch(cache, 5, 12, 3, -1) == FetchEpochCheck(ErrorCode.NONE, None)
+    assert check_fetch_epoch(cache, 5, 12, 3, -7) == FetchEpochCheck(ErrorCode.NONE, None)
 
 
 # A log as the leader epoch of each offset (non-decreasing). An unclean election: the new leader kept a
@@ -212,6 +253,44 @@ def test_partition_epochs_from_a_decoded_response() -> None:
     assert partition_epochs(kcodec.decode("MetadataResponse", 12, data)) == {("a", 0): 4, ("a", 1): 2}
 
 
+def test_a_recreated_topic_is_accepted_whatever_its_epochs() -> None:
+    # Metadata.updateLatestMetadata (Java client, KIP-516): "If the new topic ID is valid and different
+    # from the last seen topic ID, update the metadata" - a topic deleted and re-created starts again at
+    # leader epoch 0 under a new id; comparing epochs alone would call it stale forever.
+    old_id, new_id = b"\x01" * 16, b"\x02" * 16
+    cached = {("t", 0): 7, ("t", 1): 7, ("u", 0): 3}
+    same = metadata_staleness(
+        cached, {("t", 0): 0}, cached_topic_ids={"t": old_id}, incoming_topic_ids={"t": old_id}
+    )
+    assert same.stale and same.recreated == ()  # same id, lower epoch: stale, as before
+    u_id = b"\x03" * 16
+    got = metadata_staleness(
+        cached, {("t", 0): 0}, cached_topic_ids={"t": old_id, "u": u_id}, incoming_topic_ids={"t": new_id}
+    )
+    assert not got.stale and got.recreated == ("t",)
+    assert got.epochs == {("t", 0): 0, ("u", 0): 3}  # the old topic's partitions are gone with it
+    assert got.topic_ids == {"t": new_id, "u": u_id}
+    # the client lost track of the id between delete and re-create (oldTopicId null): accepted too
+    lost = metadata_staleness(cached, {("t", 0): 0, ("t", 1): 0}, incoming_topic_ids={"t": new_id})
+    assert not lost.stale and lost.recreated == ("t",)
+    # a zero id (MetadataResponse before v10) says nothing: epochs decide
+    zero = metadata_staleness(
+        cached, {("t", 0): 0}, cached_topic_ids={"t": old_id}, incoming_topic_ids={"t": bytes(16)}
+    )
+    assert zero.stale and zero.topic_ids == {"t": old_id}
+
+
+def test_topic_ids_from_a_decoded_response() -> None:
+    import kcodec
+    from kcodec.model import Uuid
+
+    cls = kcodec.message_class("MetadataResponse")
+    t = cls.MetadataResponseTopic  # type: ignore[attr-defined]
+    resp = cls(topics=[t(name="a", topic_id=Uuid(b"\x05" * 16), partitions=[]), t(name="b", partitions=[])])
+    decoded = kcodec.decode("MetadataResponse", 12, kcodec.encode(resp, 12))
+    assert topic_ids(decoded) == {"a": b"\x05" * 16}  # b has the zero id: skipped
+
+
 # --- KIP-360: InitProducerId -------------------------------------------------------------------------
 
 
@@ -230,6 +309,7 @@ def test_init_producer_id_transactional_state_machine() -> None:
     assert state is not None
     restart = init_producer_id("tx", NO_PRODUCER_ID, NO_PRODUCER_EPOCH, state, 99)  # a new instance
     assert (restart.outcome, restart.producer_epoch) == (InitOutcome.BUMP, 1)
+    assert restart.state == TransactionalIdState(7, 1, 7, NO_PRODUCER_EPOCH)  # no last epoch: see below
     bump = init_producer_id("tx", 7, 0, state, 99)  # KIP-360: the producer recovers with its epoch
     assert (bump.outcome, bump.producer_id, bump.producer_epoch) == (InitOutcome.BUMP, 7, 1)
     assert bump.state == TransactionalIdState(7, 1, 7, 0)
@@ -246,6 +326,27 @@ def test_init_producer_id_transactional_state_machine() -> None:
     assert expired.producer_epoch == 0
 
 
+def test_a_new_instance_fences_the_one_it_replaces() -> None:
+    # TransactionMetadata.prepareIncrementProducerEpoch: with no expected epoch (a new instance,
+    # InitProducerId(-1, -1)) the epoch is bumped and the last epoch set to NO_PRODUCER_EPOCH ("If no
+    # expected epoch was provided by the producer, bump the current epoch and set the last epoch to -1"),
+    # so the old instance's InitProducerId(pid, old epoch) matches neither the current nor the last epoch:
+    # PRODUCER_FENCED, which KafkaApis.handleInitProducerIdRequest turns into INVALID_PRODUCER_EPOCH below
+    # v4 (KIP-588).
+    a = init_producer_id("tx", NO_PRODUCER_ID, NO_PRODUCER_EPOCH, None, 7)  # instance A: (7, 0)
+    assert (a.producer_id, a.producer_epoch) == (7, 0) and a.state is not None
+    b = init_producer_id("tx", NO_PRODUCER_ID, NO_PRODUCER_EPOCH, a.state, 99)  # instance B: (7, 1)
+    assert (b.producer_id, b.producer_epoch) == (7, 1) and b.state is not None
+    for version, error in ((4, ErrorCode.PRODUCER_FENCED), (5, ErrorCode.PRODUCER_FENCED),
+                           (3, ErrorCode.INVALID_PRODUCER_EPOCH)):
+        zombie = init_producer_id("tx", 7, 0, b.state, 99, api_version=version)  # A recovers
+        assert (zombie.outcome, zombie.error, zombie.state) == (InitOutcome.FENCED, error, None)
+    # B itself may still recover with its epoch, and retry that bump
+    again = init_producer_id("tx", 7, 1, b.state, 99)
+    assert (again.outcome, again.producer_epoch) == (InitOutcome.BUMP, 2) and again.state is not None
+    assert init_producer_id("tx", 7, 1, again.state, 99).outcome is InitOutcome.RETRY_OF_BUMP
+
+
 def test_init_producer_id_epoch_exhaustion() -> None:
     assert is_epoch_exhausted(32766) and not is_epoch_exhausted(32765)
     state = TransactionalIdState(7, 32766, 7, 32765)
@@ -255,6 +356,35 @@ def test_init_producer_id_epoch_exhaustion() -> None:
     # the rotation's answer was lost: the old id at its exhausted epoch is still recognised
     again = init_producer_id("tx", 7, 32766, d.state, 51)
     assert (again.outcome, again.producer_id, again.producer_epoch) == (InitOutcome.RETRY_OF_BUMP, 50, 0)
+
+
+def test_a_rotation_by_a_new_instance_does_not_hand_the_old_one_the_new_id() -> None:
+    # TransactionMetadata.prepareProducerIdRotation(recordLastEpoch = expectedProducerIdAndEpoch.isDefined):
+    # a new instance (no id, no epoch) rotates the exhausted id without recording the last epoch. The old
+    # instance then recovers with (old id, exhausted epoch): isValidProducerId lets the previous id with an
+    # exhausted epoch through, but prepareIncrementProducerEpoch finds neither the current epoch (0) nor a
+    # last epoch: PRODUCER_FENCED. It must not be answered with the new id.
+    state = TransactionalIdState(7, 32766, 7, 32765)
+    b = init_producer_id("tx", NO_PRODUCER_ID, NO_PRODUCER_EPOCH, state, 50)
+    assert (b.outcome, b.producer_id, b.producer_epoch) == (InitOutcome.NEW_ID_EXHAUSTED, 50, 0)
+    assert b.state == TransactionalIdState(50, 0, 7, NO_PRODUCER_EPOCH)
+    a = init_producer_id("tx", 7, 32766, b.state, 51)
+    assert (a.outcome, a.error, a.producer_id) == (InitOutcome.FENCED, ErrorCode.PRODUCER_FENCED, -1)
+    old = init_producer_id("tx", 7, 32766, b.state, 51, api_version=3)
+    assert old.error is ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_retrying_the_bump_that_exhausted_the_epoch_fails_as_in_kafka() -> None:
+    # TransactionCoordinator.prepareInitProducerIdTransit rotates the id only when the expected epoch is
+    # the (exhausted) current one; otherwise it calls TransactionMetadata.prepareIncrementProducerEpoch,
+    # which throws IllegalStateException("Cannot allocate any more producer epochs") for an exhausted
+    # epoch before looking at the last epoch: KafkaApis answers UNKNOWN_SERVER_ERROR (Kafka 2.5 to 4.x).
+    state = TransactionalIdState(7, 32766, 7, 32765)  # the bump 32765 -> 32766 succeeded
+    retry = init_producer_id("tx", 7, 32765, state, 50)  # ... but its answer was lost
+    assert (retry.outcome, retry.error, retry.state) == (
+        InitOutcome.EPOCH_EXHAUSTED, ErrorCode.UNKNOWN_SERVER_ERROR, None)
+    assert init_producer_id("tx", 7, 3, state, 50).error is ErrorCode.UNKNOWN_SERVER_ERROR
+    assert init_producer_id("tx", 8, 3, state, 50).outcome is InitOutcome.FENCED  # the id is checked first
 
 
 @given(st.integers(0, 32765), st.integers(-1, 32766))

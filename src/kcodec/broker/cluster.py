@@ -14,8 +14,10 @@ from typing import Any, TypeVar
 
 from kcodec.broker.config import BrokerConfig
 from kcodec.broker.errors import BrokerError
+from kcodec.broker.faults import can_inject
 from kcodec.broker.server import BrokerServer
 from kcodec.broker.state import ClusterState, Node, Partition
+from kcodec.codec import message_class
 from kcodec.error_codes import ErrorCode
 from kcodec.records import NewRecord
 
@@ -133,6 +135,15 @@ class AsyncMockCluster:
                 per[version] = per.get(version, 0) + n
         return {name: dict(sorted(v.items())) for name, v in sorted(out.items())}
 
+    def broker_request_counts(self, broker: int) -> dict[str, int]:
+        """Requests broker ``broker`` served so far, per API name (all versions together)."""
+        from kcodec.registry import api
+
+        out: dict[str, int] = {}
+        for (key, _), n in self._server(broker).requests.items():
+            out[api(key).name] = out.get(api(key).name, 0) + n
+        return dict(sorted(out.items()))
+
     # --- control --------------------------------------------------------------------------------------
 
     def create_topic(
@@ -172,6 +183,57 @@ class AsyncMockCluster:
     def append(self, topic: str, partition: int, records: list[NewRecord], compression: str = "none") -> int:
         """Write records as the partition's leader; returns the base offset they got."""
         return self.state.append_records(topic, partition, records, compression).base_offset
+
+    # --- faults (kcodec.broker.faults) -------------------------------------------------------------------
+
+    def _server(self, broker: int) -> BrokerServer:
+        found = next((s for s in self.servers if s.node_id == broker), None)
+        if found is None:
+            raise BrokerError(f"no broker {broker} (brokers: {[s.node_id for s in self.servers]})")
+        return found
+
+    def inject_errors(
+        self, api: str | int, errors: list[int], *, broker: int | None = None, latency_ms: int = 0
+    ) -> int:
+        """The next ``len(errors)`` requests of ``api`` (name or key) to ``broker`` (None: any) wait
+        ``latency_ms`` and are answered with these error codes (0: served as usual, after the latency)
+        instead of being served. Returns how many injected answers wait for that API now."""
+        from kcodec.errors import UnknownMessageError
+        from kcodec.registry import api as api_info
+
+        try:
+            info = api_info(api)
+        except UnknownMessageError:
+            raise BrokerError(f"no API {api!r}") from None
+        served = self.servers[0].versions if self.servers else {}
+        if info.key not in served:
+            raise BrokerError(f"the mock broker does not serve {info.name}")
+        if not can_inject(info.key, message_class(f"{info.name}Response")):
+            raise BrokerError(f"errors cannot be injected into {info.name}: its response has no error code")
+        if broker is not None:
+            self._server(broker)
+        return self.state.faults.inject(info.key, list(errors), broker=broker, latency_ms=latency_ms)
+
+    def set_broker_down(self, broker: int, down: bool = True) -> None:
+        """Take ``broker`` down (its connections dropped, new ones closed at once) or bring it back up."""
+        server = self._server(broker)
+        self.state.faults.set_down(broker, down)
+        if down:
+            server.drop_connections()
+
+    def stale_metadata(self, broker: int, behind: int = 1) -> None:
+        """``broker``'s Metadata answers show every partition as it was ``behind`` leadership changes ago
+        (0: up to date again)."""
+        self._server(broker)
+        self.state.faults.set_stale(broker, behind)
+
+    def clear_faults(self) -> None:
+        """Drop queued errors, bring brokers up, make stale brokers up to date."""
+        self.state.faults.clear()
+
+    def faults(self) -> dict[str, Any]:
+        f = self.state.faults
+        return {"pending": f.pending(), "down": sorted(f.down), "stale": dict(sorted(f.stale.items()))}
 
 
 class MockCluster:
@@ -303,3 +365,24 @@ class MockCluster:
 
     def append(self, topic: str, partition: int, records: list[NewRecord], compression: str = "none") -> int:
         return self.call(lambda: self.inner.append(topic, partition, records, compression))
+
+    def inject_errors(
+        self, api: str | int, errors: list[int], *, broker: int | None = None, latency_ms: int = 0
+    ) -> int:
+        return self.call(lambda: self.inner.inject_errors(api, errors, broker=broker, latency_ms=latency_ms))
+
+    def set_broker_down(self, broker: int, down: bool = True) -> None:
+        self.call(lambda: self.inner.set_broker_down(broker, down))
+
+    def stale_metadata(self, broker: int, behind: int = 1) -> None:
+        self.call(lambda: self.inner.stale_metadata(broker, behind))
+
+    def clear_faults(self) -> None:
+        self.call(self.inner.clear_faults)
+
+    def faults(self) -> dict[str, Any]:
+        return self.call(self.inner.faults)
+
+    def broker_request_counts(self, broker: int) -> dict[str, int]:
+        """Requests broker ``broker`` served so far, per API name (all versions together)."""
+        return self.call(lambda: self.inner.broker_request_counts(broker))

@@ -6,7 +6,16 @@ object per line in, one per line out. Requests name an operation and its argumen
 
 and get ``{"ok": true, "result": ...}`` or ``{"ok": false, "error": "..."}``. Operations: ``topics``,
 ``create_topic``, ``delete_topic``, ``describe``, ``move_leader``, ``unclean_election``, ``append``,
-``requests``. :func:`control_request` is the client side.
+``requests``, and the faults of :mod:`kcodec.broker.faults`::
+
+    {"op": "inject_errors", "api": "Produce", "errors": [6, 6], "broker": 2, "latency_ms": 0}
+    {"op": "broker_down", "broker": 2}
+    {"op": "broker_up", "broker": 2}
+    {"op": "stale_metadata", "broker": 2, "behind": 1}
+    {"op": "faults"}
+    {"op": "clear_faults"}
+
+:func:`control_request` is the client side.
 """
 
 from __future__ import annotations
@@ -32,6 +41,12 @@ OPS = (
     "unclean_election",
     "append",
     "requests",
+    "inject_errors",
+    "broker_down",
+    "broker_up",
+    "stale_metadata",
+    "faults",
+    "clear_faults",
 )
 
 
@@ -54,6 +69,22 @@ def _records(values: Any) -> list[NewRecord]:
         else:
             raise BrokerError(f"a record must be a string or a {{key, value}} object, not {v!r}")
     return out
+
+
+def _api(value: Any) -> str | int:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise BrokerError("inject_errors needs 'api': an API name (\"Fetch\") or key (1)")
+    return value
+
+
+def _codes(values: Any) -> list[int]:
+    if (
+        not isinstance(values, list)
+        or not values
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+    ):
+        raise BrokerError("inject_errors needs 'errors': a non-empty list of error codes (0: latency only)")
+    return list(values)
 
 
 def execute(cluster: AsyncMockCluster, request: Any) -> Any:
@@ -95,6 +126,17 @@ def execute(cluster: AsyncMockCluster, request: Any) -> Any:
             arg("topic", str), arg("partition", int, 0), _records(args.get("records"))
         ),
         "requests": cluster.request_counts,
+        "inject_errors": lambda: cluster.inject_errors(
+            _api(args.get("api")),
+            _codes(args.get("errors")),
+            broker=arg("broker", int, None),
+            latency_ms=arg("latency_ms", int, 0),
+        ),
+        "broker_down": lambda: cluster.set_broker_down(arg("broker", int), True),
+        "broker_up": lambda: cluster.set_broker_down(arg("broker", int), False),
+        "stale_metadata": lambda: cluster.stale_metadata(arg("broker", int), arg("behind", int, 1)),
+        "faults": cluster.faults,
+        "clear_faults": cluster.clear_faults,
     }
     return actions[op]()
 

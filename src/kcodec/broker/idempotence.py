@@ -1,6 +1,8 @@
 """Idempotent-producer checks on append (KIP-98, as Kafka's ProducerAppendInfo makes them): the
 producer epoch may not go back, a new epoch starts at sequence 0, sequences follow on without gaps,
-and a retry of one of the last five batches is answered with the offsets it got the first time."""
+and a retry of one of the last five batches is answered with the offsets it got the first time. A
+producer the partition has no state for (a new one, or one whose batches are no longer in the log)
+may start at any sequence."""
 
 from __future__ import annotations
 
@@ -31,8 +33,9 @@ def check_sequence(
         return SequenceCheck(ErrorCode.NONE)
     entry = p.producers.get(producer_id)
     if entry is None:
-        ok = first_seq == 0
-        return SequenceCheck(ErrorCode.NONE if ok else ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
+        # ProducerAppendInfo.checkSequence: with no entry the current epoch is NO_PRODUCER_EPOCH, and a
+        # batch is then accepted whatever its sequence
+        return SequenceCheck(ErrorCode.NONE)
     if epoch < entry.epoch:
         return SequenceCheck(ErrorCode.INVALID_PRODUCER_EPOCH)
     if epoch > entry.epoch:

@@ -16,6 +16,7 @@ import struct
 from collections import Counter
 from typing import Any
 
+from kcodec.broker.faults import error_response
 from kcodec.broker.handlers import ROUTES, RequestContext, served_versions
 from kcodec.broker.handlers.api_versions import (
     API_VERSIONS_KEY,
@@ -24,6 +25,7 @@ from kcodec.broker.handlers.api_versions import (
 )
 from kcodec.broker.state import ClusterState
 from kcodec.codec import encode, encode_chunks, message_class
+from kcodec.error_codes import ErrorCode
 from kcodec.errors import KcodecError
 from kcodec.frames import decode_request, encode_response
 from kcodec.registry import api
@@ -32,6 +34,8 @@ log = logging.getLogger("kcodec.broker")
 
 _SIZE = struct.Struct(">i")
 _HEAD = struct.Struct(">hhi")  # api key, api version, correlation id: the same in every header version
+PRODUCE_KEY = 0
+_NO_RESPONSE = object()  # an injected error on a Produce with acks=0: nothing is sent back
 
 
 class Close(Exception):
@@ -72,6 +76,8 @@ class BrokerServer:
         assert task is not None
         self._tasks.add(task)
         try:
+            if self.node_id in self.cluster.faults.down:
+                return  # down (control API): the connection is closed at once
             limit = self.cluster.config.max_connections
             if self.connections >= limit:
                 log.warning(
@@ -160,7 +166,11 @@ class BrokerServer:
         self.requests[(key, version)] += 1
         ctx = RequestContext(self.cluster, self.node_id, version, request.header.client_id)  # type: ignore[attr-defined]
         try:
-            response = await self._handle(ctx, key, request.body)
+            response = await self._injected(key, version, request.body)
+            if response is None:
+                response = await self._handle(ctx, key, request.body)
+            elif response is _NO_RESPONSE:
+                return None
             if response is None:
                 return None
             return response_chunks(response, key, version, correlation_id)
@@ -169,6 +179,26 @@ class BrokerServer:
         except Exception as e:  # a handler bug must not take the broker down: close, as Kafka would
             log.exception("broker %d: api key %d v%d failed", self.node_id, key, version)
             raise Close(f"internal error in api key {key} v{version}: {e!r}") from None
+
+    async def _injected(self, key: int, version: int, body: Any) -> Any:
+        """A fault injected through the control API (kcodec.broker.faults): wait its latency, then the
+        error response to answer with (``_NO_RESPONSE`` for Produce with acks=0), or None to serve the
+        request as usual."""
+        fault = self.cluster.faults.take(self.node_id, key)
+        if fault is None:
+            return None
+        if fault.latency_ms:
+            await asyncio.sleep(fault.latency_ms / 1000)
+        if fault.error is ErrorCode.NONE:
+            return None
+        if key == PRODUCE_KEY and body.acks == 0:
+            return _NO_RESPONSE
+        return error_response(key, version, body, fault.error, message_class(f"{api(key).name}Response"))
+
+    def drop_connections(self) -> None:
+        """Close every open connection (the broker goes down; see kcodec.broker.faults)."""
+        for t in list(self._tasks):
+            t.cancel()
 
     async def _handle(self, ctx: RequestContext, key: int, body: Any) -> Any:
         if key == API_VERSIONS_KEY:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from kcodec.broker.config import BrokerConfig
 from kcodec.broker.errors import BrokerError
+from kcodec.broker.faults import Faults
 from kcodec.broker.groups import GroupCoordinator
 from kcodec.broker.log import AppendResult, PartitionLog
 from kcodec.broker.transactions import TransactionCoordinator
@@ -20,7 +21,8 @@ from kcodec.broker.txn_log import PartitionTxns
 from kcodec.error_codes import ErrorCode
 from kcodec.fencing import TransactionalIdState
 from kcodec.model import Uuid
-from kcodec.records import NewRecord, build_batch
+from kcodec.records import NewRecord, build_batch, iter_batches
+from kcodec.sentinels import NO_PRODUCER_ID
 
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 #: Kafka keeps the metadata of the last five batches per producer and partition to spot retries.
@@ -67,6 +69,9 @@ class Partition:
     log: PartitionLog
     producers: dict[int, ProducerEntry] = field(default_factory=dict)
     txns: PartitionTxns = field(default_factory=PartitionTxns)  # open and aborted transactions
+    #: (leader, leader epoch, isr) before each leadership change, oldest first (the last few): what a
+    #: broker whose metadata lags behind still shows (kcodec.broker.faults)
+    past_leaders: deque[tuple[int, int, tuple[int, ...]]] = field(default_factory=lambda: deque(maxlen=16))
 
 
 @dataclass(slots=True)
@@ -74,6 +79,22 @@ class Topic:
     name: str
     topic_id: Uuid
     partitions: list[Partition]
+
+
+def producers_of_log(log: PartitionLog) -> dict[int, ProducerEntry]:
+    """The idempotent-producer state a replica rebuilds from its log (Kafka's ProducerStateManager after
+    a truncation): per producer id, its latest epoch and the last batches of that epoch in the log."""
+    out: dict[int, ProducerEntry] = {}
+    for stored in log.batches:
+        for b in iter_batches(stored.data):
+            if b.producer_id == NO_PRODUCER_ID or b.is_control:
+                continue
+            entry = out.get(b.producer_id)
+            if entry is None or entry.epoch != b.producer_epoch:
+                entry = out[b.producer_id] = ProducerEntry(b.producer_epoch)
+            last_seq = b.base_sequence + b.last_offset_delta  # RecordBatch.lastSequence
+            entry.batches.append(ProducerBatch(b.base_sequence, last_seq, b.base_offset, b.last_offset))
+    return out
 
 
 class ClusterState:
@@ -87,6 +108,7 @@ class ClusterState:
         self.controller_epoch = config.controller_epoch
         self.broker_epoch = 1
         self.groups = GroupCoordinator(self)
+        self.faults = Faults()
         self.transactional_ids: dict[str, TransactionalIdState] = {}
         self.transactions = TransactionCoordinator(self)
         self._next_producer_id = FIRST_PRODUCER_ID
@@ -208,11 +230,17 @@ class ClusterState:
         """Clean leadership change: the next replica (or node ``to``, which must be a replica) leads,
         at the leader epoch + 1; the log is kept. Clients on the old epoch are fenced (74)."""
         p = self._existing(topic, partition)
+        if not p.replicas:
+            raise BrokerError(
+                f"{topic}-{partition} has no replicas left: no broker can lead it",
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            )
         if to is None:
             i = p.replicas.index(p.leader) if p.leader in p.replicas else -1
             to = p.replicas[(i + 1) % len(p.replicas)]
         elif to not in p.replicas:
             raise BrokerError(f"node {to} is not a replica of {topic}-{partition} ({p.replicas})")
+        p.past_leaders.append((p.leader, p.leader_epoch, tuple(p.isr)))
         p.leader = to
         p.leader_epoch += 1
         if to not in p.isr:
@@ -235,6 +263,11 @@ class ClusterState:
         epoch. Consumers that read past ``truncate_to`` detect the truncation through
         OffsetsForLeaderEpoch (KIP-320)."""
         p = self._existing(topic, partition)
+        if not p.replicas:
+            raise BrokerError(
+                f"{topic}-{partition} has no replicas left: no broker can lead it",
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            )
         start, end = p.log.log_start_offset, p.log.log_end_offset
         if not start <= truncate_to <= end:
             raise BrokerError(
@@ -243,7 +276,7 @@ class ClusterState:
             )
         p.log.truncate(truncate_to)
         p.txns.truncate(p.log.log_end_offset)
-        p.producers.clear()
+        p.producers = producers_of_log(p.log)
         self.move_leader(topic, partition, to)
         if records:
             self.append_records(topic, partition, records)

@@ -108,3 +108,66 @@ def unclean_election(
 def requests(ctx: click.Context) -> None:
     """Requests served so far, per API and version."""
     _send(ctx, {"op": "requests"})
+
+
+@broker_ctl_command.command("inject-errors")
+@click.argument("api")
+@click.argument("errors", nargs=-1, type=int, required=True)
+@click.option("--broker", type=int, default=None, help="Only requests to this node id (default: any broker).")
+@click.option(
+    "--latency-ms",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="Wait this long before each answer.",
+)
+@click.pass_context
+def inject_errors(
+    ctx: click.Context, api: str, errors: tuple[int, ...], broker: int | None, latency_ms: int
+) -> None:
+    """Answer the next requests of API (name or key) with ERRORS (Kafka error codes, one request each;
+    0 serves the request after the latency)."""
+    api_arg: str | int = int(api) if api.isdigit() else api
+    request = {"op": "inject_errors", "api": api_arg, "errors": list(errors), "latency_ms": latency_ms}
+    _send(ctx, {**request, "broker": broker})
+
+
+@broker_ctl_command.command("broker-down")
+@click.argument("broker", type=int)
+@click.pass_context
+def broker_down(ctx: click.Context, broker: int) -> None:
+    """Take a broker down: its connections are dropped and new ones closed at once."""
+    _send(ctx, {"op": "broker_down", "broker": broker})
+
+
+@broker_ctl_command.command("broker-up")
+@click.argument("broker", type=int)
+@click.pass_context
+def broker_up(ctx: click.Context, broker: int) -> None:
+    """Bring a broker that is down back up."""
+    _send(ctx, {"op": "broker_up", "broker": broker})
+
+
+@broker_ctl_command.command("stale-metadata")
+@click.argument("broker", type=int)
+@click.option(
+    "--behind", type=click.IntRange(0), default=1, show_default=True, help="Leadership changes behind."
+)
+@click.pass_context
+def stale_metadata(ctx: click.Context, broker: int, behind: int) -> None:
+    """Make a broker's Metadata show every partition as it was BEHIND leadership changes ago (0: current)."""
+    _send(ctx, {"op": "stale_metadata", "broker": broker, "behind": behind})
+
+
+@broker_ctl_command.command("faults")
+@click.pass_context
+def faults(ctx: click.Context) -> None:
+    """Injected answers still waiting, brokers down, stale brokers."""
+    _send(ctx, {"op": "faults"})
+
+
+@broker_ctl_command.command("clear-faults")
+@click.pass_context
+def clear_faults(ctx: click.Context) -> None:
+    """Drop injected answers, bring every broker up and up to date."""
+    _send(ctx, {"op": "clear_faults"})

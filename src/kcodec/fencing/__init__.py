@@ -5,11 +5,11 @@
   (:func:`check_stop_replica_epoch`).
 - :mod:`~kcodec.fencing.epoch_cache` — KIP-101/KIP-279/KIP-320: the leader-epoch cache of a log and the
   leader's answer to OffsetsForLeaderEpoch (:func:`end_offset_for_epoch`), Fetch v12+'s DivergingEpoch
-  (:func:`diverging_epoch`).
+  (:func:`diverging_epoch`) and the leader's whole last-fetched-epoch check (:func:`check_fetch_epoch`).
 - :mod:`~kcodec.fencing.truncation` — KIP-320: a consumer's log-truncation check from its position and
   the leader's answer (:func:`detect_truncation`).
 - :mod:`~kcodec.fencing.metadata` — KIP-232: whether a MetadataResponse is stale for what a client caches
-  (:func:`metadata_staleness`).
+  (:func:`metadata_staleness`; a changed topic id, KIP-516, means a re-created topic: accepted).
 - :mod:`~kcodec.fencing.producer_ids` — KIP-98/KIP-360: the coordinator's InitProducerId decision
   (:func:`init_producer_id`).
 
@@ -22,15 +22,23 @@ from __future__ import annotations
 from kcodec.fencing.epoch_cache import (
     EpochEndOffset,
     EpochEntry,
+    FetchEpochCheck,
     advance_start,
     assign_epoch,
+    check_fetch_epoch,
     diverging_epoch,
     end_offset_for_epoch,
     epochs_of_log,
     truncate_epochs,
 )
 from kcodec.fencing.epochs import check_leader_epoch, check_stop_replica_epoch
-from kcodec.fencing.metadata import MetadataVerdict, StalePartition, metadata_staleness, partition_epochs
+from kcodec.fencing.metadata import (
+    MetadataVerdict,
+    StalePartition,
+    metadata_staleness,
+    partition_epochs,
+    topic_ids,
+)
 from kcodec.fencing.producer_ids import (
     InitOutcome,
     InitProducerIdDecision,
@@ -43,6 +51,7 @@ from kcodec.fencing.truncation import FetchPosition, Truncation, TruncationCheck
 __all__ = [
     "EpochEndOffset",
     "EpochEntry",
+    "FetchEpochCheck",
     "FetchPosition",
     "InitOutcome",
     "InitProducerIdDecision",
@@ -53,6 +62,7 @@ __all__ = [
     "TruncationCheck",
     "advance_start",
     "assign_epoch",
+    "check_fetch_epoch",
     "check_leader_epoch",
     "check_stop_replica_epoch",
     "detect_truncation",
@@ -63,5 +73,6 @@ __all__ = [
     "is_epoch_exhausted",
     "metadata_staleness",
     "partition_epochs",
+    "topic_ids",
     "truncate_epochs",
 ]

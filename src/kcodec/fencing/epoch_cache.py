@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+from kcodec.error_codes import ErrorCode
 from kcodec.sentinels import NO_LEADER_EPOCH, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 
 
@@ -99,13 +100,51 @@ def end_offset_for_epoch(
 def diverging_epoch(
     cache: Sequence[EpochEntry], log_end_offset: int, fetch_offset: int, last_fetched_epoch: int
 ) -> EpochEndOffset | None:
-    """KIP-320/KIP-595: Fetch v12+'s ``DivergingEpoch`` for a fetch at ``fetch_offset`` whose previous
-    batch had ``last_fetched_epoch``. None when the fetcher's log agrees with the leader's (or it sent no
-    epoch); else the leader's end of that epoch, from which the fetcher truncates (no records are
-    returned with it)."""
+    """KIP-320/KIP-595: the leader's end of ``last_fetched_epoch`` when a fetch at ``fetch_offset`` whose
+    previous batch had that epoch cannot go on: the epoch ended before the fetch offset, or the leader's
+    largest epoch at or below it is older. None when the fetcher's log agrees with the leader's (or it
+    sent no epoch, any negative one). An undefined answer (-1, -1: an epoch newer than every one the
+    leader knows) is returned as is: it is no divergence, Kafka fails such a fetch with
+    OFFSET_OUT_OF_RANGE (see :func:`check_fetch_epoch`, which a broker uses)."""
     if last_fetched_epoch < 0:
         return None
     answer = end_offset_for_epoch(cache, last_fetched_epoch, log_end_offset)
-    if answer.leader_epoch < last_fetched_epoch or answer.end_offset < fetch_offset:
+    if answer.undefined or answer.leader_epoch < last_fetched_epoch or answer.end_offset < fetch_offset:
         return answer
     return None
+
+
+class FetchEpochCheck(NamedTuple):
+    """What a leader does with a Fetch v12+ partition given its last fetched epoch: ``error`` (NONE or
+    OFFSET_OUT_OF_RANGE) and, with NONE, the ``diverging`` epoch to answer with instead of records."""
+
+    error: ErrorCode
+    diverging: EpochEndOffset | None = None
+
+
+def check_fetch_epoch(
+    cache: Sequence[EpochEntry],
+    log_start_offset: int,
+    log_end_offset: int,
+    fetch_offset: int,
+    last_fetched_epoch: int,
+) -> FetchEpochCheck:
+    """Kafka's order in ``Partition.readRecords`` when a fetch carries a last fetched epoch (any
+    negative one: none, ``FetchRequest``'s optionalEpoch):
+
+    1. the leader's end of that epoch is undefined (the epoch is newer than every one in its cache) →
+       OFFSET_OUT_OF_RANGE ("Could not determine the end offset of the last fetched epoch");
+    2. the fetch offset is below the log start → OFFSET_OUT_OF_RANGE, whether the epochs diverge or not;
+    3. the logs diverge → DivergingEpoch (the leader's epoch and end offset), no records;
+    4. otherwise the read goes on (and is checked against the log end like any other).
+
+    An epoch older than every known one is not undefined: it ends where the first known epoch starts
+    (``LeaderEpochFileCache.endOffsetFor``), so the fetcher truncates there."""
+    if last_fetched_epoch < 0:
+        return FetchEpochCheck(ErrorCode.NONE)
+    answer = end_offset_for_epoch(cache, last_fetched_epoch, log_end_offset)
+    if answer.undefined or fetch_offset < log_start_offset:
+        return FetchEpochCheck(ErrorCode.OFFSET_OUT_OF_RANGE)
+    if answer.leader_epoch < last_fetched_epoch or answer.end_offset < fetch_offset:
+        return FetchEpochCheck(ErrorCode.NONE, answer)
+    return FetchEpochCheck(ErrorCode.NONE)

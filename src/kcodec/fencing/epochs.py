@@ -28,12 +28,14 @@ def check_stop_replica_epoch(request_epoch: int, partition_epoch: int | None) ->
 
     ``LEADER_EPOCH_DURING_DELETE`` (-2, the topic is being deleted) overrides any epoch and
     ``NO_LEADER_EPOCH`` (-1, absent: StopReplica v0-2) skips the check: both stop the replica. Otherwise
-    the request must carry a *newer* epoch than the replica's: an older or equal one is
-    ``FENCED_LEADER_EPOCH`` (74) and the replica is left alone. A replica the broker does not host
-    (``partition_epoch`` None) is stopped without a check.
+    the request's epoch must be at least the replica's (ReplicaManager.stopReplicas since Kafka 3.5,
+    KAFKA-13972: an equal epoch is accepted, because a cancelled reassignment does not always bump the
+    epoch; Kafka 2.6-3.4 wanted a newer one): an older one is ``FENCED_LEADER_EPOCH`` (74) and the
+    replica is left alone. A replica the broker does not host (``partition_epoch`` None) is stopped
+    without a check.
     """
     if request_epoch in (LEADER_EPOCH_DURING_DELETE, NO_LEADER_EPOCH) or partition_epoch is None:
         return ErrorCode.NONE
-    if request_epoch > partition_epoch:
+    if request_epoch >= partition_epoch:
         return ErrorCode.NONE
     return ErrorCode.FENCED_LEADER_EPOCH

@@ -30,6 +30,10 @@ class InitOutcome(StrEnum):
     NEW_ID_EXPIRED = "new_id_expired"  # the coordinator no longer knew the id: a fresh one at epoch 0
     NEW_ID_EXHAUSTED = "new_id_exhausted"  # the epoch cannot grow: a fresh id at epoch 0
     FENCED = "fenced"  # a zombie: neither the current nor the previous (id, epoch)
+    #: the current epoch is exhausted and the producer named another one: Kafka's
+    #: prepareIncrementProducerEpoch throws IllegalStateException, the request fails with
+    #: UNKNOWN_SERVER_ERROR (e.g. the retry of the bump that reached the exhausted epoch)
+    EPOCH_EXHAUSTED = "epoch_exhausted"
     INVALID_REQUEST = "invalid_request"  # only one of producer id and epoch given
 
 
@@ -41,6 +45,7 @@ class TransactionalIdState:
     producer_id: int
     producer_epoch: int
     last_producer_id: int = NO_PRODUCER_ID
+    #: Set by a bump the producer itself asked for (KIP-360), reset to NO_PRODUCER_EPOCH by a new instance.
     last_producer_epoch: int = NO_PRODUCER_EPOCH
 
 
@@ -93,9 +98,15 @@ def init_producer_id(
     if expected and not _valid_producer_id(producer_id, producer_epoch, state):
         return InitProducerIdDecision(InitOutcome.FENCED, _fenced(api_version))
     if is_epoch_exhausted(state.producer_epoch) and (not expected or producer_epoch == state.producer_epoch):
-        rotated = TransactionalIdState(new_producer_id, 0, state.producer_id, state.producer_epoch)
+        # TransactionMetadata.prepareProducerIdRotation: the exhausted epoch is kept as the last one only
+        # when the producer named it (a retry of the rotation is then recognised); a new instance
+        # (no id given) leaves none, so the instance it replaces cannot take the new id.
+        last_epoch = state.producer_epoch if expected else NO_PRODUCER_EPOCH
+        rotated = TransactionalIdState(new_producer_id, 0, state.producer_id, last_epoch)
         outcome = InitOutcome.NEW_ID_EXHAUSTED
         return InitProducerIdDecision(outcome, ErrorCode.NONE, new_producer_id, 0, rotated)
+    if is_epoch_exhausted(state.producer_epoch):
+        return InitProducerIdDecision(InitOutcome.EPOCH_EXHAUSTED, ErrorCode.UNKNOWN_SERVER_ERROR)
     return _bump(state, producer_epoch if expected else None, api_version)
 
 
@@ -112,8 +123,14 @@ def _valid_producer_id(producer_id: int, producer_epoch: int, state: Transaction
 def _bump(
     state: TransactionalIdState, expected_epoch: int | None, api_version: int
 ) -> InitProducerIdDecision:
+    """TransactionMetadata.prepareIncrementProducerEpoch: a new instance (no epoch given) bumps the epoch
+    and resets the last epoch to none, so that no earlier instance can pass for a retry; a producer that
+    recovers with the current epoch bumps it and keeps that epoch as the last one."""
     pid, epoch = state.producer_id, state.producer_epoch
-    if expected_epoch is None or epoch == NO_PRODUCER_EPOCH or expected_epoch == epoch:
+    if expected_epoch is None:
+        bumped = TransactionalIdState(pid, epoch + 1, pid, NO_PRODUCER_EPOCH)
+        return InitProducerIdDecision(InitOutcome.BUMP, ErrorCode.NONE, pid, epoch + 1, bumped)
+    if epoch == NO_PRODUCER_EPOCH or expected_epoch == epoch:
         bumped = TransactionalIdState(pid, epoch + 1, pid, epoch)
         return InitProducerIdDecision(InitOutcome.BUMP, ErrorCode.NONE, pid, epoch + 1, bumped)
     if expected_epoch == state.last_producer_epoch:

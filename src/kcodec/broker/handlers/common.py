@@ -75,25 +75,28 @@ def partition_error(
     by_id: bool = False,
     require_leader: bool = True,
 ) -> tuple[Partition | None, ErrorCode]:
-    """Kafka's order of partition checks: the topic and partition exist, the request's current
-    leader epoch matches (KIP-320/359: 74 older, 75 newer, -1 unchecked), this broker leads."""
+    """Kafka's order of partition checks (ReplicaManager.getPartitionOrError, then
+    Partition.getLocalLog): the topic and partition exist; this broker hosts a replica (else
+    NOT_LEADER_OR_FOLLOWER, whatever the epoch); the request's current leader epoch matches (KIP-320/359:
+    74 older, 75 newer, -1 unchecked); this broker leads (when ``require_leader``; a replica of a partition
+    without a leader is not its leader either)."""
     if topic is None:
         return None, unknown_topic(by_id)
     if not 0 <= index < len(topic.partitions):
         return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     p = topic.partitions[index]
+    if ctx.node_id not in p.replicas:
+        return p, ErrorCode.NOT_LEADER_OR_FOLLOWER
     error = check_leader_epoch(current_leader_epoch, p.leader_epoch)
     if error is not ErrorCode.NONE:
         return p, error
-    if p.leader < 0:
-        return p, ErrorCode.LEADER_NOT_AVAILABLE
     if require_leader and p.leader != ctx.node_id:
         return p, ErrorCode.NOT_LEADER_OR_FOLLOWER
     return p, ErrorCode.NONE
 
 
 def leader_hint_needed(error: ErrorCode) -> bool:
-    """Errors after which Produce/Fetch v12+ tell the client the current leader (KIP-951)."""
+    """Errors after which Produce v10+/Fetch v16+ tell the client the current leader (KIP-951)."""
     return error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
 

@@ -17,13 +17,17 @@ from kcodec.broker.handlers.common import (
     partition_error,
 )
 from kcodec.error_codes import ErrorCode
-from kcodec.fencing import diverging_epoch
+from kcodec.fencing import check_fetch_epoch
 from kcodec.sentinels import NO_LEADER_EPOCH
 
 TOPIC_IDS_SINCE = 13
 DIVERGING_EPOCH_SINCE = 12
-NODE_ENDPOINTS_SINCE = 16
+#: KafkaApis.handleFetchRequest fills CurrentLeader (in the schema since v12) and NodeEndpoints only from
+#: v16 (KIP-951), for NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH.
+LEADER_HINTS_SINCE = 16
 SESSIONS_SINCE = 7
+FOLLOWER_FETCH_SINCE = 11  # KIP-392: consumers may fetch from a follower
+REPLICA_STATE_SINCE = 15  # the replica id moved into ReplicaState
 NO_SESSION = 0
 READ_COMMITTED = 1  # IsolationLevel (Fetch v4+)
 _BASE_AND_DELTA = struct.Struct(">q15xi")  # a batch's baseOffset ... lastOffsetDelta
@@ -54,13 +58,18 @@ def _read(ctx: RequestContext, req: Any) -> tuple[Any, int, bool]:
     total = 0
     errors = False
     hinted: set[int] = set()
+    leader_only = _fetch_only_leader(req, v)
     topics = []
     for ft in req.topics:
         topic = find_topic(ctx.cluster, ft.topic, ft.topic_id, by_id)
         parts = []
         for fp in ft.partitions:
-            epoch = fp.current_leader_epoch if v >= 9 else NO_LEADER_EPOCH
-            p, error = partition_error(ctx, topic, fp.partition, epoch, by_id=by_id)
+            # FetchRequest.optionalEpoch: any negative epoch is "none" (ListOffsets and
+            # OffsetsForLeaderEpoch take only -1 as none)
+            epoch = fp.current_leader_epoch if v >= 9 and fp.current_leader_epoch >= 0 else NO_LEADER_EPOCH
+            p, error = partition_error(
+                ctx, topic, fp.partition, epoch, by_id=by_id, require_leader=leader_only
+            )
             pd = resp.PartitionData(partition_index=fp.partition, error_code=error, high_watermark=-1)
             if p is not None and error is ErrorCode.NONE:
                 total += _fill(
@@ -75,14 +84,15 @@ def _read(ctx: RequestContext, req: Any) -> tuple[Any, int, bool]:
                 errors = errors or pd.error_code != ErrorCode.NONE
             elif error is not ErrorCode.NONE:
                 errors = True
-                if p is not None and v >= DIVERGING_EPOCH_SINCE and leader_hint_needed(error):
+                if p is not None and v >= LEADER_HINTS_SINCE and leader_hint_needed(error):
                     pd.current_leader = resp.LeaderIdAndEpoch(leader_id=p.leader, leader_epoch=p.leader_epoch)
                     hinted.add(p.leader)
             if v >= 4 and not (p is not None and error is ErrorCode.NONE):
                 pd.last_stable_offset = -1
                 pd.aborted_transactions = None
             if v >= 5:
-                pd.log_start_offset = p.log.log_start_offset if p is not None else -1
+                failed = p is None or pd.error_code != ErrorCode.NONE  # no log start, as in Kafka
+                pd.log_start_offset = -1 if failed or p is None else p.log.log_start_offset
             parts.append(pd)
         tr = resp.FetchableTopicResponse(partitions=parts)
         if by_id:
@@ -93,16 +103,24 @@ def _read(ctx: RequestContext, req: Any) -> tuple[Any, int, bool]:
     out = resp(responses=topics)
     if v >= SESSIONS_SINCE:
         out.session_id = NO_SESSION
-    if hinted and v >= NODE_ENDPOINTS_SINCE:
+    if hinted and v >= LEADER_HINTS_SINCE:
         out.node_endpoints = node_endpoints(ctx.cluster, "FetchResponse", hinted)
     return out, total, errors
+
+
+def _fetch_only_leader(req: Any, v: int) -> bool:
+    """FetchParams.fetchOnlyLeader: a consumer's Fetch v11+ carries client metadata (KIP-392), so any
+    replica serves it from its own log; older consumer fetches and a replica's fetches need the leader."""
+    replica_id = req.replica_state.replica_id if v >= REPLICA_STATE_SINCE else req.replica_id
+    return v < FOLLOWER_FETCH_SINCE or replica_id >= 0
 
 
 def _fill(
     ctx: RequestContext, pd: Any, p: Any, fp: Any, max_bytes: int, *, at_least_one: bool, committed: bool
 ) -> int:
     """One partition's data; returns the bytes of records added. ``read_committed`` reads up to the
-    last stable offset and lists the aborted transactions of what it returns."""
+    last stable offset and lists the aborted transactions of what it returns. A failed read reports
+    no high watermark, log start or last stable offset (ReplicaManager.createLogReadResult)."""
     v = ctx.version
     log = p.log
     pd.high_watermark = log.high_watermark
@@ -111,15 +129,25 @@ def _fill(
         pd.last_stable_offset = lso
         pd.aborted_transactions = [] if committed else None
     if v >= DIVERGING_EPOCH_SINCE:
-        div = diverging_epoch(log.epochs, log.log_end_offset, fp.fetch_offset, fp.last_fetched_epoch)
-        if div is not None:
+        check = check_fetch_epoch(
+            log.epochs, log.log_start_offset, log.log_end_offset, fp.fetch_offset, fp.last_fetched_epoch
+        )
+        if check.error is not ErrorCode.NONE:
+            pd.error_code, pd.high_watermark = check.error, -1
+            if v >= 4:
+                pd.last_stable_offset, pd.aborted_transactions = -1, None
+            return 0
+        if check.diverging is not None:
             pd.diverging_epoch = cls("FetchResponse").EpochEndOffset(
-                epoch=div.leader_epoch, end_offset=div.end_offset
+                epoch=check.diverging.leader_epoch, end_offset=check.diverging.end_offset
             )
             pd.records = b""
             return 0
     if not log.log_start_offset <= fp.fetch_offset <= log.log_end_offset:
-        pd.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+        # ReplicaManager.createLogReadResult(e): a failed read reports no high watermark or log start
+        pd.error_code, pd.high_watermark = ErrorCode.OFFSET_OUT_OF_RANGE, -1
+        if v >= 4:
+            pd.last_stable_offset, pd.aborted_transactions = -1, None
         return 0
     end = lso if committed else None
     batches = log.read(fp.fetch_offset, max(max_bytes, 0), at_least_one=at_least_one, end=end)

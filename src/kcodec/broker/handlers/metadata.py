@@ -77,16 +77,20 @@ def _topic(
     if topic is None:
         return t
     parts = []
+    behind = ctx.cluster.faults.stale.get(ctx.node_id, 0)
     for p in topic.partitions:
+        leader, epoch, isr = p.leader, p.leader_epoch, tuple(p.isr)
+        if behind and p.past_leaders:  # this broker's metadata lags: as it was `behind` changes ago
+            leader, epoch, isr = p.past_leaders[-min(behind, len(p.past_leaders))]
         mp = resp.MetadataResponsePartition(
-            error_code=ErrorCode.LEADER_NOT_AVAILABLE if p.leader < 0 else ErrorCode.NONE,
+            error_code=ErrorCode.LEADER_NOT_AVAILABLE if leader < 0 else ErrorCode.NONE,
             partition_index=p.index,
-            leader_id=p.leader,
+            leader_id=leader,
             replica_nodes=list(p.replicas),
-            isr_nodes=list(p.isr),
+            isr_nodes=list(isr),
         )
         if v >= 7:
-            mp.leader_epoch = p.leader_epoch
+            mp.leader_epoch = epoch
         parts.append(mp)
     t.partitions = parts
     return t

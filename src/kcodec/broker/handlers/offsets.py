@@ -93,13 +93,13 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext, req: Any) -> Any:
     v = ctx.version
     resp = cls("OffsetForLeaderEpochResponse")
     topics = []
-    leader_only = v < 3 or req.replica_id != DEBUGGING_REPLICA_ID
     for t in req.topics:
         topic = ctx.cluster.topics.get(t.topic)
         parts = []
         for rp in t.partitions:
             epoch = rp.current_leader_epoch if v >= OFFSET_FOR_EPOCH_EPOCH_SINCE else NO_LEADER_EPOCH
-            p, error = partition_error(ctx, topic, rp.partition, epoch, require_leader=leader_only)
+            # ReplicaManager.lastOffsetForLeaderEpoch: only the leader answers, whatever the replica id
+            p, error = partition_error(ctx, topic, rp.partition, epoch)
             out = resp.EpochEndOffset(
                 error_code=error, partition=rp.partition, leader_epoch=-1, end_offset=-1
             )
