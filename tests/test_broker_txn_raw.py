@@ -410,7 +410,7 @@ def test_txn_offset_commit_is_held_until_the_transaction_commits(cluster: MockCl
 
         def commit_offset(offset: int, v: int = 3, generation: int = -1, member: str = "") -> int:
             req = tq.txn_offset_commit(p.tid, "grp", "o", offset, p.pid, p.epoch)
-            req.generation_id, req.member_id = generation, member
+            req.generation_id_or_member_epoch, req.member_id = generation, member
             return int(conn.request(req, v).body.topics[0].partitions[0].error_code)
 
         # the group's offsets partition is not in the transaction (KIP-890 verification)

@@ -165,7 +165,7 @@ def _commit(
     if not_coordinator(ctx, group_id):
         return dict.fromkeys(offsets, ErrorCode.NOT_COORDINATOR)
     if v >= TXN_OFFSET_MEMBER_SINCE:
-        member = (req.member_id, req.group_instance_id, req.generation_id)
+        member = (req.member_id, req.group_instance_id, req.generation_id_or_member_epoch)
     else:
         member = ("", None, -1)
     return ctx.cluster.transactions.txn_offset_commit(
