@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 from typing import Any
@@ -163,6 +166,11 @@ def test_fail_on(tmp_path: Path) -> None:
     assert run(str(path), "--fail-on", "errors").exit_code == 3
 
 
+def _unread(fd: int) -> int:
+    """Bytes written to a pipe and not yet read from it (FIONREAD works on either end on Linux)."""
+    return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0])
+
+
 def test_ctrl_c_exits_130_without_a_traceback() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "kcodec.cli", "decode-capture", "-"],
@@ -174,7 +182,12 @@ def test_ctrl_c_exits_130_without_a_traceback() -> None:
         assert proc.stdin is not None
         proc.stdin.write(SAMPLE.read_bytes()[:5000])  # part of a capture; then nothing more comes
         proc.stdin.flush()
-        time.sleep(1.5)
+        # interrupted once it has read all of it (it is then waiting for more), however long it took
+        # to start; the deadline is only a safety net
+        deadline = time.monotonic() + 120
+        while _unread(proc.stdin.fileno()) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert _unread(proc.stdin.fileno()) == 0
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
     finally:
