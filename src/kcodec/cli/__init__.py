@@ -9,12 +9,14 @@ generator (``kcodec.codegen``).
 
 from __future__ import annotations
 
+import errno
 import importlib
+import sys
 from typing import Any
 
 import click
 
-from kcodec.cli.common import CONTEXT_SETTINGS
+from kcodec.cli.common import CONTEXT_SETTINGS, output_failure
 
 #: command name -> (module under kcodec.cli, attribute, one-line help shown by ``kcodec --help``)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -59,7 +61,16 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            finally:
+                sys.stdout.flush()  # here, so that a failed write is handled below, not at exit
+        except OSError as e:  # writing the output failed (a full disk), or a bug
+            if e.errno == errno.EPIPE:
+                raise
+            line = output_failure(e)
+            where = " ".join(p for p in (ctx.command_path, ctx.invoked_subcommand) if p)
+            raise OneLineError(line, where) from None
         except click.UsageError as e:
             if isinstance(e, OneLineUsageError):
                 raise

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
+import sys
 from collections.abc import Callable, Iterable
 from typing import IO, TYPE_CHECKING, Any
 
@@ -189,3 +193,34 @@ def kafka_port_options(command: Any) -> Any:
         multiple=True,
         help="A Kafka broker port (repeatable), in addition to 9092.",
     )(command)
+
+
+def quiet_stdout() -> None:
+    """Standard output cannot take more (its reader went away, ``| head``; or its disk is full): no
+    more output, and no error when the interpreter flushes it at exit."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+
+
+#: errors of a write that the reader or the disk caused, not kcodec
+_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def output_failure(e: OSError) -> str:
+    """What every command does with an ``OSError`` that reached the ``kcodec`` entry point: the one
+    line to show (exit status 1). Standard output is flushed first, so that what was written before
+    the error is kept, unless that is what failed."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        quiet_stdout()
+    text = e.strerror or str(e)
+    if e.filename is not None:
+        return f"{e.filename}: {text}"
+    if e.errno in _WRITE_ERRORS:
+        return f"cannot write the output: {text}"
+    return text
