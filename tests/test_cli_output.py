@@ -1,6 +1,7 @@
 """What every ``kcodec`` command does when its output cannot be written (handled once, at the entry
-point): a full disk (``> /dev/full``) is one line and exit status 1, never a traceback. Subprocesses,
-as a shell runs them."""
+point): a full disk (``> /dev/full``) is one line and exit status 1, never a traceback; a reader that
+goes away (``| head -1``) ends the command quietly with exit status 0, every time, however far the
+output got. Subprocesses, as a shell runs them."""
 
 from __future__ import annotations
 
@@ -68,3 +69,35 @@ def test_a_full_disk_for_the_commands_that_ask_a_broker(kcodec_broker: MockClust
                  ["versions", target, "--json"], ["broker-ctl", control, "topics"],
                  ["broker-ctl", control, "describe", "t", "0"]):
         _one_line_no_space(_to_dev_full(args), args[0])
+
+
+def _read_one_line_then_close(args: list[str]) -> tuple[int, str]:
+    proc = subprocess.Popen([*KCODEC, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.readline()
+        proc.stdout.close()  # as `| head -1` does
+        err = proc.stderr.read().decode()
+        return proc.wait(120), err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize(
+    ("args", "times"),
+    [
+        (["apis"], 10),
+        (["describe", "FetchRequest"], 3),
+        (["decode-capture", SAMPLE], 3),
+        (["decode-capture", "--json", SAMPLE], 3),
+        (["decode-capture", "-V", SAMPLE], 3),
+        (["decode-capture", "-j", "2", SAMPLE], 3),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else str(v),
+)
+def test_a_reader_that_goes_away_ends_the_command_quietly_with_0(args: list[str], times: int) -> None:
+    for _ in range(times):  # whether the reader was gone before the last write or not: the same
+        code, err = _read_one_line_then_close(args)
+        assert (code, err) == (0, "")

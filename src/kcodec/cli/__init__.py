@@ -9,7 +9,6 @@ generator (``kcodec.codegen``).
 
 from __future__ import annotations
 
-import errno
 import importlib
 import sys
 from typing import Any
@@ -65,12 +64,18 @@ class LazyGroup(click.Group):
                 return super().invoke(ctx)
             finally:
                 sys.stdout.flush()  # here, so that a failed write is handled below, not at exit
-        except OSError as e:  # writing the output failed (a full disk), or a bug
-            if e.errno == errno.EPIPE:
-                raise
+        except OSError as e:  # writing the output failed (a full disk, a reader gone), or a bug
             line = output_failure(e)
+            if line is None:
+                raise click.exceptions.Exit(0) from None
             where = " ".join(p for p in (ctx.command_path, ctx.invoked_subcommand) if p)
             raise OneLineError(line, where) from None
+        except SystemExit as e:
+            # rich's Console.on_broken_pipe ends a table's broken pipe with exit status 1: the same 0
+            if isinstance(e.__context__, BrokenPipeError):
+                output_failure(e.__context__)
+                raise click.exceptions.Exit(0) from None
+            raise
         except click.UsageError as e:
             if isinstance(e, OneLineUsageError):
                 raise

@@ -210,10 +210,14 @@ def quiet_stdout() -> None:
 _WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 
-def output_failure(e: OSError) -> str:
-    """What every command does with an ``OSError`` that reached the ``kcodec`` entry point: the one
-    line to show (exit status 1). Standard output is flushed first, so that what was written before
-    the error is kept, unless that is what failed."""
+def output_failure(e: OSError) -> str | None:
+    """What every command does with an ``OSError`` that reached the ``kcodec`` entry point: None when
+    the reader of standard output went away (then nothing more is written and the exit status is 0,
+    however far the output got), else the one line to show (exit status 1). Standard output is
+    flushed first, so that what was written before the error is kept, unless that is what failed."""
+    if e.errno == errno.EPIPE:
+        quiet_stdout()
+        return None
     try:
         sys.stdout.flush()
     except OSError:
