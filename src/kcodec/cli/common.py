@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import importlib.util
 import json
 import os
 import sys
@@ -228,3 +229,15 @@ def output_failure(e: OSError) -> str | None:
     if e.errno in _WRITE_ERRORS:
         return f"cannot write the output: {text}"
     return text
+
+
+def needs_extra(what: str, extra: str, modules: Iterable[str]) -> None:
+    """Raise a one-line error (``<what>: pip install 'kcodec[<extra>]' (No module named 'x')``) if one
+    of ``modules`` cannot be imported, before a command starts what would need it."""
+    for name in modules:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ImportError:
+            found = False
+        if not found:
+            raise click.ClickException(f"{what}: pip install 'kcodec[{extra}]' (No module named {name!r})")
