@@ -324,3 +324,15 @@ def test_one_process_decoding_imports_only_what_it_uses() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # (frames that fail to decode, and their partial bodies: test_capture_quirks)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_records_of_a_fetch_response_are_labelled_by_topic_name(jobs: str) -> None:
+    """Fetch v13+ names topics by id only: the records' lines name the topic the row above names,
+    in one process and with workers (which learn the names from another connection's Metadata)."""
+    out = run(str(SAMPLE), "--records", "text", "-j", jobs).stdout
+    fetch = [line for line in out.splitlines() if "<- Fetch v16" in line and "records" in line]
+    assert len(fetch) == 2 and all("kcodec-sample[" in line for line in fetch)
+    assert "    kcodec-sample/0: 192B 1 batch 3 records" in out
+    assert "    kcodec-sample/0: 153B 1 batch 2 records" in out
+    assert "nPFTy3J5SPa0Gax2XvtwOA" not in out  # the topic's id

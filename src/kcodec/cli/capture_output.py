@@ -172,7 +172,7 @@ class CaptureOutput:
             table.connection(ev.connection, ev.client, ev.server)
         extra: list[str] = []
         if self.records != "raw":
-            extra += record_lines(ev, values=self.records)
+            extra += record_lines(ev, values=self.records, names=ev.extra.get("topic_names"))
         if self.verbose:
             extra += full_view(ev)
         table.frame(ev, summary_parts(ev, facts), extra)
