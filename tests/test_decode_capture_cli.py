@@ -189,7 +189,7 @@ def test_ctrl_c_exits_130_without_a_traceback() -> None:
             time.sleep(0.05)
         assert _unread(proc.stdin.fileno()) == 0
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
+        _, err = proc.communicate(timeout=20)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -336,3 +336,45 @@ def test_records_of_a_fetch_response_are_labelled_by_topic_name(jobs: str) -> No
     assert "    kcodec-sample/0: 192B 1 batch 3 records" in out
     assert "    kcodec-sample/0: 153B 1 batch 2 records" in out
     assert "nPFTy3J5SPa0Gax2XvtwOA" not in out  # the topic's id
+
+
+def _stderr_on_a_terminal(stdout: Any, *args: str) -> bytes:
+    """What decode-capture draws on its stderr, a terminal (a pty), with ``stdout`` as given."""
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120"}
+        env.pop("NO_COLOR", None)
+        done = subprocess.run(
+            [sys.executable, "-m", "kcodec.cli", "decode-capture", *args, str(SAMPLE)],
+            stdout=stdout, stderr=slave, env=env, timeout=120,
+        )
+        assert done.returncode == 0
+        os.close(slave)
+        slave = -1
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's other end is closed and everything was read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+        return drawn
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+
+
+def test_no_progress_bar_when_the_frames_go_to_a_pipe(tmp_path: Path) -> None:
+    """A pipe's reader may print to the terminal the bar would be drawn on (``| grep``): no bar; a
+    file shows nowhere: the bar (``--no-progress`` and ``--progress`` as asked)."""
+    assert _stderr_on_a_terminal(subprocess.PIPE) == b""
+    with (tmp_path / "out.txt").open("wb") as f:
+        assert _stderr_on_a_terminal(f) != b""  # (the bar, drawn then erased)
+        assert _stderr_on_a_terminal(f, "--no-progress") == b""
+    assert _stderr_on_a_terminal(subprocess.PIPE, "--progress") != b""
+    assert _stderr_on_a_terminal(subprocess.PIPE, "--summary") != b""
