@@ -1,8 +1,11 @@
 """Test-run settings and fixtures shared by every test module.
 
-Hypothesis: locally every run draws new examples (and remembers failures in .hypothesis/); CI
-(`HYPOTHESIS_PROFILE=ci`, set by .ci/run) draws the same examples every run, so a red CI run is
-reproducible and never an accident of the draw, and it has no deadlines on a loaded 2-core machine.
+Hypothesis: every run draws the same examples (``derandomize``) and remembers nothing between runs
+(no example database), so the suite gives the same verdict twice in a row in any checkout: a red run
+is reproducible and never an accident of the draw, and no example found once turns every later run
+red. No deadlines: a loaded 2-core machine is slow. That is the ``ci`` profile, the default.
+``HYPOTHESIS_PROFILE=explore`` draws new examples every run and keeps failing ones in .hypothesis/
+for replay (for hunting bugs; an example it finds belongs in the test as an ``@example``).
 
 ``spark``: the test run's one local Spark session (2 cores, loopback only). Tests that use it are
 marked ``xdist_group("spark")`` so that pytest-xdist (``--dist loadgroup`` in tools/test.sh) runs
@@ -23,9 +26,9 @@ from hypothesis import settings
 
 pytest_plugins = ["apache_kafka"]
 
-settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
-settings.register_profile("dev", deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
+settings.register_profile("explore", deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(scope="session")

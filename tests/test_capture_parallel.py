@@ -261,9 +261,12 @@ def test_ctrl_c_stops_the_workers_and_exits_130(busy: Path) -> None:
         env=env,
     )
     try:
-        time.sleep(2.0)
-        children = _children(proc.pid)
-        assert len(children) == 2  # the workers (running, or finished and not yet waited for)
+        # waits for the workers (running, or finished and not yet waited for), however long they take
+        # to start: the deadline is only a safety net
+        deadline = time.monotonic() + 120
+        while len(children := _children(proc.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(children) == 2
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     finally:

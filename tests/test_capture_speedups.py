@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from typing import Any
+from typing import Any, Final
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from kcodec.capture.segments import Segment
 from kcodec.cli.capture_table import clock
 
 
@@ -54,21 +55,66 @@ _IP_TCP = st.builds(
 )
 
 
+# the Ethernet header says IPv4, the IP header says version 6, and read as IPv6 the bytes hold a
+# hop-by-hop header followed by a fragment header (44): the raw-IP parse (DLT_RAW, where the version
+# field decides) took it for an IPv6 fragment while the Ethernet fast path gave None
+_V6_IN_V4: Final = (
+    bytes([0x65, 0, 0, 60, 0, 0, 0, 0, 64, 6, 0, 0]) + bytes(range(1, 9)) + b"\x1f\x90\x23\x84" + bytes(8)
+    + bytes([0x50, 0x18]) + bytes(6) + bytes([44, 0]) + bytes(30)
+)
+
+
+def _parse(linktype: int, data: bytes, at: int, keep_acks: bool, general: bool = False) -> object:
+    from kcodec.capture.segments import _Fragment, _general_segment, _segment
+
+    try:
+        if general:
+            return _general_segment(linktype, data, 1.5, "f", 3, 7, at, keep_acks)
+        return _segment(linktype, data, 0, len(data), 1.5, "f", 3, 7, at, keep_acks)
+    except _Fragment:
+        return "fragment"
+
+
 @settings(max_examples=2000, deadline=None)
 @given(_IP_TCP, st.booleans(), st.integers(-1, 5000))
+@example(_V6_IN_V4, True, -1)
+@example(_V6_IN_V4, False, 100)
+@example(_V6_IN_V4[:1] + bytes([0, 0, 0]) + _V6_IN_V4[4:], True, -1)  # total length 0 (TSO)
 def test_ethernet_ipv4_fast_path_is_the_general_parse(ip: bytes, keep_acks: bool, data_offset: int) -> None:
-    from kcodec.capture.segments import _DLT_EN10MB, _Fragment, _segment
-
-    def parse(linktype: int, data: bytes, at: int) -> object:
-        try:
-            return _segment(linktype, data, 0, len(data), 1.5, "f", 3, 7, at, keep_acks)
-        except _Fragment:
-            return "fragment"
+    """The fast path against the code it stands in for (the general parse of the same Ethernet frame),
+    and against the same packet under the raw-IPv4 link type (LINKTYPE_IPV4, never on the fast path):
+    both link layers say IPv4, so a version field that says otherwise makes the packet malformed."""
+    from kcodec.capture.segments import _DLT_EN10MB, _DLT_IPV4
 
     ether = b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip
-    fast = parse(_DLT_EN10MB, ether, data_offset)
-    general = parse(101, ip, data_offset + 14 if data_offset >= 0 else -1)  # raw IP: no fast path
-    assert fast == general
+    fast = _parse(_DLT_EN10MB, ether, data_offset, keep_acks)
+    assert fast == _parse(_DLT_EN10MB, ether, data_offset, keep_acks, general=True)
+    raw_at = data_offset + 14 if data_offset >= 0 else -1
+    assert fast == _parse(_DLT_IPV4, ip, raw_at, keep_acks)
+    if ip[0] >> 4 == 4:  # raw IP (DLT_RAW): the version field decides, and it says IPv4
+        assert fast == _parse(101, ip, raw_at, keep_acks)
+    else:
+        assert fast is None
+
+
+def test_the_version_field_must_match_what_the_link_layer_says() -> None:
+    from kcodec.capture.segments import _DLT_EN10MB, _DLT_IPV4, _DLT_IPV6
+
+    # an IPv6 packet carrying a TCP SYN, then the same bytes with other version fields
+    v6 = bytes([0x60, 0, 0, 0, 0, 20, 6, 64]) + bytes(range(32))
+    v6 += b"\x1f\x90\x23\x84" + bytes(8) + b"\x50\x02" + bytes(6)
+    assert isinstance(_parse(101, v6, -1, True), Segment)
+    assert isinstance(_parse(_DLT_IPV6, v6, -1, True), Segment)
+    assert isinstance(_parse(_DLT_EN10MB, b"\x02" * 12 + b"\x86\xdd" + v6, -1, True), Segment)
+    assert _parse(_DLT_IPV4, v6, -1, True) is None
+    for first in (0x40, 0x50, 0x00, 0xF0):
+        other = bytes([first]) + v6[1:]
+        assert _parse(_DLT_IPV6, other, -1, True) is None
+        assert _parse(_DLT_EN10MB, b"\x02" * 12 + b"\x86\xdd" + other, -1, True) is None
+        if first != 0x40:  # a version field that is neither 4 nor 6: no IP at all
+            assert _parse(101, other, -1, True) is None
+    assert _parse(_DLT_EN10MB, b"\x02" * 12 + b"\x08\x00" + _V6_IN_V4, -1, True) is None
+    assert _parse(101, _V6_IN_V4, -1, True) == "fragment"  # read as the IPv6 packet it says it is
 
 
 @settings(max_examples=2000, deadline=None)

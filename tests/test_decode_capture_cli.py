@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 from typing import Any
@@ -163,6 +166,11 @@ def test_fail_on(tmp_path: Path) -> None:
     assert run(str(path), "--fail-on", "errors").exit_code == 3
 
 
+def _unread(fd: int) -> int:
+    """Bytes written to a pipe and not yet read from it (FIONREAD works on either end on Linux)."""
+    return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0])
+
+
 def test_ctrl_c_exits_130_without_a_traceback() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "kcodec.cli", "decode-capture", "-"],
@@ -174,9 +182,14 @@ def test_ctrl_c_exits_130_without_a_traceback() -> None:
         assert proc.stdin is not None
         proc.stdin.write(SAMPLE.read_bytes()[:5000])  # part of a capture; then nothing more comes
         proc.stdin.flush()
-        time.sleep(1.5)
+        # interrupted once it has read all of it (it is then waiting for more), however long it took
+        # to start; the deadline is only a safety net
+        deadline = time.monotonic() + 120
+        while _unread(proc.stdin.fileno()) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert _unread(proc.stdin.fileno()) == 0
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
+        _, err = proc.communicate(timeout=20)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -311,3 +324,57 @@ def test_one_process_decoding_imports_only_what_it_uses() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # (frames that fail to decode, and their partial bodies: test_capture_quirks)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_records_of_a_fetch_response_are_labelled_by_topic_name(jobs: str) -> None:
+    """Fetch v13+ names topics by id only: the records' lines name the topic the row above names,
+    in one process and with workers (which learn the names from another connection's Metadata)."""
+    out = run(str(SAMPLE), "--records", "text", "-j", jobs).stdout
+    fetch = [line for line in out.splitlines() if "<- Fetch v16" in line and "records" in line]
+    assert len(fetch) == 2 and all("kcodec-sample[" in line for line in fetch)
+    assert "    kcodec-sample/0: 192B 1 batch 3 records" in out
+    assert "    kcodec-sample/0: 153B 1 batch 2 records" in out
+    assert "nPFTy3J5SPa0Gax2XvtwOA" not in out  # the topic's id
+
+
+def _stderr_on_a_terminal(stdout: Any, *args: str) -> bytes:
+    """What decode-capture draws on its stderr, a terminal (a pty), with ``stdout`` as given."""
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120"}
+        env.pop("NO_COLOR", None)
+        done = subprocess.run(
+            [sys.executable, "-m", "kcodec.cli", "decode-capture", *args, str(SAMPLE)],
+            stdout=stdout, stderr=slave, env=env, timeout=120,
+        )
+        assert done.returncode == 0
+        os.close(slave)
+        slave = -1
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's other end is closed and everything was read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+        return drawn
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+
+
+def test_no_progress_bar_when_the_frames_go_to_a_pipe(tmp_path: Path) -> None:
+    """A pipe's reader may print to the terminal the bar would be drawn on (``| grep``): no bar; a
+    file shows nowhere: the bar (``--no-progress`` and ``--progress`` as asked)."""
+    assert _stderr_on_a_terminal(subprocess.PIPE) == b""
+    with (tmp_path / "out.txt").open("wb") as f:
+        assert _stderr_on_a_terminal(f) != b""  # (the bar, drawn then erased)
+        assert _stderr_on_a_terminal(f, "--no-progress") == b""
+    assert _stderr_on_a_terminal(subprocess.PIPE, "--progress") != b""
+    assert _stderr_on_a_terminal(subprocess.PIPE, "--summary") != b""

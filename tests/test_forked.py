@@ -100,7 +100,7 @@ def test_terminate_stops_a_worker_and_join_kills_one_that_ignores_it() -> None:
         t = time.monotonic()
         worker.terminate()
         worker.join(0.5)
-        assert time.monotonic() - t < 5
+        assert time.monotonic() - t < 30  # stopped, not waited for: the worker sleeps for 60 s
         assert not worker.is_alive() and worker.status is not None
         assert os.WIFSIGNALED(worker.status) and os.WTERMSIG(worker.status) == expected
         worker.reader.close()

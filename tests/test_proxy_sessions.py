@@ -360,8 +360,8 @@ def test_a_client_that_stops_reading_is_cut_off() -> None:
         sock.sendall(_request("ListOffsetsRequest", 7, 1))
         start = time.monotonic()
         (closed,) = _closed(run)  # the client never reads
-        assert time.monotonic() - start < 10
-        assert done.wait(5)  # the broker's connection was closed too
+        assert time.monotonic() - start < 60  # a safety net: the stall limit is 0.5 s
+        assert done.wait(60)  # the broker's connection was closed too
     assert (closed.details["reason"], closed.details["by"]) == ("stalled", "client")
     assert "the client read nothing for 0.5 s" in run.notices("stalled")[0].message
     # backpressure: the broker could only push what the socket buffers and one frame hold
@@ -373,7 +373,9 @@ def test_a_slow_reader_is_not_cut_off() -> None:
     sent: list[int] = []
     done = threading.Event()
     total = 1024 * 1024
-    limits = SessionLimits(stall_timeout=0.5, write_buffer=64 * 1024)
+    # the reader pauses 10 ms between reads; the stall limit is far above any pause a loaded machine
+    # adds to that (the cut-off itself is tested above with 0.5 s and a client that never reads)
+    limits = SessionLimits(stall_timeout=10.0, write_buffer=64 * 1024)
     with (
         FakeBroker(_firehose(64 * 1024, total, sent, done)) as fb,
         running_proxy(("127.0.0.1", fb.port), limits=limits) as run,
@@ -383,7 +385,7 @@ def test_a_slow_reader_is_not_cut_off() -> None:
         got = 0
         while got < total:
             got += len(sock.recv(256 * 1024))
-            time.sleep(0.01)  # slower than the broker, never stalled for 0.5 s
+            time.sleep(0.01)  # slower than the broker, never stalled for long
         assert got == total
     assert run.notices("stalled") == []
 

@@ -45,7 +45,7 @@ def crashes_alone(
     with start() as target:
         result = replay(probe, target.host, target.port, timeout=1.0)
         time.sleep(0.2)
-        return not result.alive, target.exit_status(), target.log_tail(400)
+        return result.up_before and not result.alive, target.exit_status(), target.log_tail(400)
 
 
 def confirm_crashes(name: str, store: FindingStore, max_tries: int) -> None:

@@ -116,7 +116,9 @@ _DLT_EN10MB: Final = 1
 _DLT_LOOP: Final = 108
 _DLT_SLL: Final = 113
 _DLT_SLL2: Final = 276
-_DLT_RAW: Final = (12, 14, 101, 228, 229)
+_DLT_RAW: Final = (12, 14, 101)  # raw IP: the version field says IPv4 or IPv6
+_DLT_IPV4: Final = 228  # raw IPv4 only
+_DLT_IPV6: Final = 229  # raw IPv6 only
 
 _endpoints: dict[tuple[bytes, int], str] = {}
 # (source address, source port, destination address, destination port) -> (key, src, dst)
@@ -166,7 +168,12 @@ def _network_layer(linktype: int, buf: bytes) -> tuple[int, int] | None:
     if linktype in _DLT_RAW:
         if not buf:
             return None
-        return (_ETH_IPV4 if buf[0] >> 4 == 4 else _ETH_IPV6), 0
+        version = buf[0] >> 4
+        return (_ETH_IPV4 if version == 4 else _ETH_IPV6 if version == 6 else 0), 0
+    if linktype == _DLT_IPV4:
+        return _ETH_IPV4, 0
+    if linktype == _DLT_IPV6:
+        return _ETH_IPV6, 0
     return None
 
 
@@ -175,7 +182,9 @@ class _Fragment(Exception):
 
 
 def _tcp_of(etype: int, buf: bytes, pos: int) -> tuple[bytes, bytes, int, int] | None:
-    """(source address, destination address, TCP header offset, end of the TCP segment) or None."""
+    """(source address, destination address, TCP header offset, end of the TCP segment) or None.
+    The link layer says which IP version follows; a packet whose version field says otherwise is
+    malformed (None), as the IP stacks that receive it drop it (Linux's ip_rcv_core, ip6_rcv_core)."""
     if etype == _ETH_IPV4:
         if len(buf) < pos + 20 or buf[pos] >> 4 != 4:
             return None
@@ -188,7 +197,7 @@ def _tcp_of(etype: int, buf: bytes, pos: int) -> tuple[bytes, bytes, int, int] |
         end = pos + total if total >= ihl else len(buf)  # total 0: TSO-offloaded capture
         return buf[pos + 12 : pos + 16], buf[pos + 16 : pos + 20], pos + ihl, min(end, len(buf))
     if etype == _ETH_IPV6:
-        if len(buf) < pos + 40:
+        if len(buf) < pos + 40 or buf[pos] >> 4 != 6:
             return None
         (plen,) = _U16.unpack_from(buf, pos + 4)
         nxt, at = buf[pos + 6], pos + 40

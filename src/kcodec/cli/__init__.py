@@ -10,11 +10,12 @@ generator (``kcodec.codegen``).
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 import click
 
-from kcodec.cli.common import CONTEXT_SETTINGS
+from kcodec.cli.common import CONTEXT_SETTINGS, output_failure
 
 #: command name -> (module under kcodec.cli, attribute, one-line help shown by ``kcodec --help``)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -59,7 +60,22 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            finally:
+                sys.stdout.flush()  # here, so that a failed write is handled below, not at exit
+        except OSError as e:  # writing the output failed (a full disk, a reader gone), or a bug
+            line = output_failure(e)
+            if line is None:
+                raise click.exceptions.Exit(0) from None
+            where = " ".join(p for p in (ctx.command_path, ctx.invoked_subcommand) if p)
+            raise OneLineError(line, where) from None
+        except SystemExit as e:
+            # rich's Console.on_broken_pipe ends a table's broken pipe with exit status 1: the same 0
+            if isinstance(e.__context__, BrokenPipeError):
+                output_failure(e.__context__)
+                raise click.exceptions.Exit(0) from None
+            raise
         except click.UsageError as e:
             if isinstance(e, OneLineUsageError):
                 raise

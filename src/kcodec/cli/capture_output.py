@@ -10,8 +10,6 @@ summary. JSON lines and the table can be written at the same time (the proxy's `
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 from typing import IO, Literal
 
@@ -24,6 +22,7 @@ from kcodec.capture.topics import TopicDirectory, renamed
 from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.capture_view import full_view, record_lines, summary_parts
+from kcodec.cli.common import quiet_stdout
 from kcodec.error_codes import error_name
 
 __all__ = ["CaptureOutput", "Totals", "frame_json", "note_flags", "quiet_stdout", "write_summary"]
@@ -173,7 +172,7 @@ class CaptureOutput:
             table.connection(ev.connection, ev.client, ev.server)
         extra: list[str] = []
         if self.records != "raw":
-            extra += record_lines(ev, values=self.records)
+            extra += record_lines(ev, values=self.records, names=ev.extra.get("topic_names"))
         if self.verbose:
             extra += full_view(ev)
         table.frame(ev, summary_parts(ev, facts), extra)
@@ -210,10 +209,3 @@ def write_summary(stats: CaptureStats, jsonout: IO[bytes] | None) -> None:
     from kcodec.cli.capture_summary import print_summary
 
     print_summary(stats.to_dict(), sys.stdout.isatty())
-
-
-def quiet_stdout() -> None:
-    """The reader of standard output went away (``| head``): no more output, and no error at exit."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    with contextlib.suppress(OSError, ValueError):
-        os.dup2(devnull, sys.stdout.fileno())

@@ -5,6 +5,7 @@ the streaming table or the summary); progress, ``--fail-on`` and exit codes."""
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import time
 from typing import Any, Literal
@@ -64,6 +65,18 @@ class _Progress:
             self.bar.stop()
 
 
+def _kept_aside(stream: Any) -> bool:
+    """Whether what is written to ``stream`` shows nowhere while the run goes on: a file, or a device
+    that is not a terminal (``/dev/null``). Not a terminal, nor a pipe: the program reading it may
+    print to the terminal the progress bar is drawn on (``| grep``, ``| less``), and the bar would
+    be left half-drawn on its lines."""
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (OSError, AttributeError, ValueError):
+        return False
+    return stat.S_ISREG(mode) or (stat.S_ISCHR(mode) and not stream.isatty())
+
+
 def _mode(out: CaptureOutput) -> str:
     """What a parallel decode's workers make for each frame (``kcodec.cli.parallel_items.Mode``)."""
     if out.summary:
@@ -103,7 +116,7 @@ class Run:
         self.autodetect = autodetect
         out_tty = sys.stdout.isatty()
         self.show_progress = (
-            progress if progress is not None else sys.stderr.isatty() and (summary or not out_tty)
+            progress if progress is not None else sys.stderr.isatty() and (summary or _kept_aside(sys.stdout))
         )
         table: TableWriter | None = None
         if not as_json and not summary:

@@ -17,6 +17,7 @@ __all__ = [
     "digest",
     "error_text",
     "full_view",
+    "name_topics",
     "record_lines",
     "records_fields",
     "summary_from",
@@ -310,17 +311,22 @@ def _text_of(obj: dict[str, Any], name: str, width: int = 40) -> str:
 
 
 def record_lines(
-    frame: CapturedFrame, values: Literal["base64", "text"] = "text", limit: int = 20
+    frame: CapturedFrame,
+    values: Literal["base64", "text"] = "text",
+    limit: int = 20,
+    names: dict[str, str] | None = None,
 ) -> list[str]:
     """Lines describing the batches and records of the frame's ``records`` fields (for a table):
-    per field a summary, then up to ``limit`` records (offset, key, value, headers) and any errors."""
+    per field a summary, then up to ``limit`` records (offset, key, value, headers) and any errors.
+    Each field's summary line starts with its ``topic/partition``, the topic named by ``names``
+    (topic id -> name) when the frame names it by id only; it is the only line not indented."""
     from kcodec.records.jsonview import records_summary, records_to_json
 
     lines: list[str] = []
     for where, data in records_fields(frame):
         if not len(data):
             continue  # nothing in it (e.g. a Fetch response partition without new records)
-        lines.append(f"{where}: {records_summary(data)}")
+        lines.append(f"{renamed(where, names) if names else where}: {records_summary(data)}")
         view = records_to_json(data, values=values)
         assert view is not None
         shown = 0
@@ -344,3 +350,11 @@ def record_lines(
         if view["truncatedBytes"]:
             lines.append(f"  ({view['truncatedBytes']} bytes of an incomplete last batch)")
     return lines
+
+
+def name_topics(lines: list[str], names: dict[str, str]) -> list[str]:
+    """The lines under a row (:func:`record_lines`, then :func:`full_view`'s, all indented) with the
+    topic ids that start the records' summary lines replaced by their ``names``."""
+    if not names:
+        return lines
+    return [line if line.startswith(" ") else renamed(line, names) for line in lines]

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import importlib.util
 import json
+import os
+import sys
 from collections.abc import Callable, Iterable
 from typing import IO, TYPE_CHECKING, Any
 
@@ -195,3 +200,50 @@ def kafka_port_options(command: Any) -> Any:
         multiple=True,
         help="A Kafka broker port (repeatable), in addition to 9092.",
     )(command)
+
+
+def quiet_stdout() -> None:
+    """Standard output cannot take more (its reader went away, ``| head``; or its disk is full): no
+    more output, and no error when the interpreter flushes it at exit."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+
+
+#: errors of a write that the reader or the disk caused, not kcodec
+_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def output_failure(e: OSError) -> str | None:
+    """What every command does with an ``OSError`` that reached the ``kcodec`` entry point: None when
+    the reader of standard output went away (then nothing more is written and the exit status is 0,
+    however far the output got), else the one line to show (exit status 1). Standard output is
+    flushed first, so that what was written before the error is kept, unless that is what failed."""
+    if e.errno == errno.EPIPE:
+        quiet_stdout()
+        return None
+    try:
+        sys.stdout.flush()
+    except OSError:
+        quiet_stdout()
+    text = e.strerror or str(e)
+    if e.filename is not None:
+        return f"{e.filename}: {text}"
+    if e.errno in _WRITE_ERRORS:
+        return f"cannot write the output: {text}"
+    return text
+
+
+def needs_extra(what: str, extra: str, modules: Iterable[str]) -> None:
+    """Raise a one-line error (``<what>: pip install 'kcodec[<extra>]' (No module named 'x')``) if one
+    of ``modules`` cannot be imported, before a command starts what would need it."""
+    for name in modules:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ImportError:
+            found = False
+        if not found:
+            raise click.ClickException(f"{what}: pip install 'kcodec[{extra}]' (No module named {name!r})")

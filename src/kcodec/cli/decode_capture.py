@@ -134,7 +134,8 @@ def default_jobs(path: str, size_threshold: int = 16 << 20) -> int:
 @click.option(
     "--progress/--no-progress",
     default=None,
-    help="Progress on stderr (default: when it is a terminal and the frames do not go to the same terminal).",
+    help="Progress on stderr (default: when it is a terminal, for --summary or frames written to a file; "
+    "not for a pipe, whose reader may print to the same terminal).",
 )
 def decode_capture_command(
     capture: str,

@@ -12,6 +12,9 @@ from kcodec.cli.common import CONTEXT_SETTINGS
 from kcodec.cli.values import FiniteFloatRange, OutputDirectory
 from kcodec.errors import KcodecError
 
+#: ``kcodec fuzz replay``: the target did not answer before the replay, so nothing was sent
+EXIT_UNREACHABLE = 3
+
 
 class _FuzzGroup(click.Group):
     """``kcodec fuzz HOST:PORT ...`` runs a session; ``kcodec fuzz replay FINDING`` replays."""
@@ -171,7 +174,9 @@ class _Progress:
 @click.option("--timeout", type=FiniteFloatRange(min=0.05, max=600), default=2.0, show_default=True)
 @click.option("--allow-remote", is_flag=True, help="Allow a target that is not on loopback.")
 def replay_command(finding: Path, target: str | None, timeout: float, allow_remote: bool) -> None:
-    """Send FINDING's request again and tell whether the behaviour reproduces (exit 0) or not (1)."""
+    """Send FINDING's request again and tell whether the behaviour reproduces (exit 0) or not (1).
+    A target that does not answer before anything is sent is exit 3 (nothing replayed): a crash
+    reproduces only on a broker that was up, was sent the request, and then died."""
     from kcodec.fuzz.findings import FindingError, load_finding
     from kcodec.fuzz.replay import replay
     from kcodec.fuzz.wire import is_loopback
@@ -185,6 +190,9 @@ def replay_command(finding: Path, target: str | None, timeout: float, allow_remo
         click.echo(f"kcodec fuzz replay: {host} is not a loopback address: pass --allow-remote", err=True)
         raise SystemExit(2)
     result = replay(f, host, port, timeout)
+    if result.unreachable:
+        click.echo(f"kcodec fuzz replay: {result.text()}", err=True)
+        raise SystemExit(EXIT_UNREACHABLE)
     click.echo(result.text())
     raise SystemExit(0 if result.reproduced else 1)
 

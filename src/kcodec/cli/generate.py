@@ -7,7 +7,9 @@ existing ``--out`` is untouched.
 
 from __future__ import annotations
 
+import keyword
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,6 +42,7 @@ def generate_command(specs: Path, out: Path) -> None:
     sys.path; its message modules work with kcodec's runtime (kcodec.model, kcodec._wire).
     """
     out = out.resolve()
+    _check_package_name(out.name)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
@@ -59,6 +62,19 @@ def generate_command(specs: Path, out: Path) -> None:
     click.echo(
         f"generated {len(modules)} modules into {out} (package {out.name!r}: "
         f"add {out.parent} to sys.path to import it)"
+    )
+
+
+def _check_package_name(name: str) -> None:
+    """The package is imported by the name of its folder: refuse one ``import`` cannot take."""
+    if name.isidentifier() and not keyword.iskeyword(name):
+        return
+    fixed = re.sub(r"\W", "_", name)
+    fixed = f"_{fixed}" if not fixed or fixed[0].isdigit() or keyword.iskeyword(fixed) else fixed
+    raise click.BadParameter(
+        f"{name!r} cannot be imported: the package is named after this folder, which must be a Python "
+        f"name, not a keyword (such as {fixed!r})",
+        param_hint="'--out'",
     )
 
 

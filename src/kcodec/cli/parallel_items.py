@@ -46,7 +46,15 @@ from kcodec.capture.topics import TopicDirectory, named_ids, topic_ids, unnamed_
 from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_output import RecordsMode, error_code_objects, note_flags
 from kcodec.cli.capture_table import TableWriter
-from kcodec.cli.capture_view import Digest, digest, full_view, record_lines, summary_from, summary_parts
+from kcodec.cli.capture_view import (
+    Digest,
+    digest,
+    full_view,
+    name_topics,
+    record_lines,
+    summary_from,
+    summary_parts,
+)
 
 __all__ = [
     "CODES",
@@ -270,6 +278,7 @@ def _table_frame(
         pending = digest(ev, facts, pending=True)
         assumed = local.lookup(unnamed)
         parts = summary_from(pending, assumed)
+        extra = name_topics(extra, assumed)
     else:
         parts = summary_parts(ev, facts)
     laid_out = None if plain is None else plain.plain_frame(row, parts, extra)

@@ -22,7 +22,7 @@ from kcodec.capture.topics import TopicDirectory, renamed
 from kcodec.cli.capture_filters import EventFilter
 from kcodec.cli.capture_output import Totals, frame_json, write_summary
 from kcodec.cli.capture_table import TableWriter
-from kcodec.cli.capture_view import summary_from
+from kcodec.cli.capture_view import name_topics, summary_from
 from kcodec.cli.parallel_items import (
     CODES,
     DIAG,
@@ -173,6 +173,7 @@ class MergedOutput:
         self._connection_line(table, connection, client, server)
         if found != assumed:  # names the worker did not know: the row made again
             row, pending, extra = from_pending_again(again)
+            extra = name_topics(extra, found)
             table.frame(row._replace(connection=connection), summary_from(pending, found), extra)
         else:
             table.write_plain(before, connection, after)
@@ -220,7 +221,8 @@ class MergedOutput:
         row = f.row
         self._connection_line(table, connection, row.client, row.server)
         if f.pending is not None and found != f.assumed:  # names the worker did not know: made again
-            table.frame(row._replace(connection=connection), summary_from(f.pending, found), f.extra)
+            extra = name_topics(f.extra, found)
+            table.frame(row._replace(connection=connection), summary_from(f.pending, found), extra)
         elif f.plain is not None:
             table.write_plain(f.plain[0], connection, f.plain[1])
         else:

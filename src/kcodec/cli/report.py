@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kcodec.cli.common import CONTEXT_SETTINGS
+from kcodec.cli.common import CONTEXT_SETTINGS, needs_extra
 
 
 @click.command("report", context_settings=CONTEXT_SETTINGS)
@@ -22,12 +22,9 @@ def report_command(folder: Path, output: Path | None, title: str | None) -> None
     """Render the tables `kcodec pipeline` wrote under FOLDER as an HTML page with plots (requests/s
     and latency per API over time, latency per API, error counts, fencing timeline), tables and the
     text summary. The page is self-contained: it loads nothing from anywhere."""
-    try:
-        from kcodec.report import ReportInputError, render_report
-    except ImportError as e:
-        raise click.ClickException(
-            f"the report needs matplotlib and pyarrow: pip install 'kcodec[spark]' ({e})"
-        ) from None
+    needs_extra("the report needs matplotlib and pyarrow", "spark", ("matplotlib", "pyarrow"))
+    from kcodec.report import ReportInputError, render_report
+
     try:
         html = render_report(folder, title)
     except ReportInputError as e:

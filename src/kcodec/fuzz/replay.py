@@ -14,20 +14,38 @@ __all__ = ["ReplayResult", "replay"]
 
 @dataclass(slots=True)
 class ReplayResult:
+    """What a replay found. ``up_before``: the broker answered the liveness probe before anything was
+    sent; when it did not (``unreachable``), nothing was sent and nothing is judged."""
+
     finding: Finding
     verdict: Verdict
     reply: Reply
     alive: bool
     alive_detail: str
+    up_before: bool = True
+    target: str = ""  # HOST:PORT it was sent to (or would have been)
+
+    @property
+    def unreachable(self) -> bool:
+        return not self.up_before
 
     @property
     def reproduced(self) -> bool:
+        """The broker was up, was sent the finding's requests, and then behaved as recorded (for a
+        crash: it was gone or answered nothing afterwards)."""
+        if self.unreachable:
+            return False
         if self.finding.kind in ("broker_died", "broker_unresponsive"):
             return not self.alive
         return self.verdict.kind == self.finding.kind
 
     def text(self) -> str:
         f = self.finding
+        if self.unreachable:
+            return (
+                f"unreachable: the broker at {self.target or f.target} did not answer before the replay "
+                f"({self.alive_detail}): nothing was sent"
+            )
         status = "reproduced" if self.reproduced else "not reproduced"
         got = self.verdict.summary if self.verdict.kind else f"reply: {self.reply.outcome} (nothing wrong)"
         return "\n".join([
@@ -42,7 +60,11 @@ def replay(
     finding: Finding, host: str, port: int, timeout: float = 2.0, *, history: bool = True
 ) -> ReplayResult:
     """Send the finding's request (after its ``history_hex``, each on a fresh connection, if
-    ``history``) and judge what happens, then ask the liveness probe."""
+    ``history``) and judge what happens, then ask the liveness probe. A broker that does not answer
+    the liveness probe first is sent nothing (``ReplayResult.unreachable``)."""
+    up, why = alive(host, port, timeout)
+    if not up:
+        return ReplayResult(finding, Verdict(None), Reply("closed"), False, why, False, f"{host}:{port}")
     if history:
         for earlier in finding.history_hex:
             _send_alone(host, port, bytes.fromhex(earlier), min(timeout, 0.5))
@@ -54,7 +76,7 @@ def replay(
     )
     verdict, reply = replay_frame(host, port, frame, timeout, like)
     ok, why = alive(host, port, timeout)
-    return ReplayResult(finding, verdict, reply, ok, why)
+    return ReplayResult(finding, verdict, reply, ok, why, True, f"{host}:{port}")
 
 
 def _send_alone(host: str, port: int, frame: bytes, timeout: float) -> None:

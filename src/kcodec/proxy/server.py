@@ -79,6 +79,24 @@ def _listen_host(host: str) -> str:
     return str(addr)
 
 
+def _is_itself(upstream: Endpoint, listener: Endpoint) -> bool:
+    """Whether connecting to ``upstream`` reaches ``listener`` (the same port at its address, a name
+    for it, or the wildcard address, which a connection takes for the local host)."""
+    host, port = upstream
+    if port != listener[1]:
+        return False
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return False  # (a name that does not resolve: the sessions say so)
+    mine = ipaddress.ip_address(listener[0])
+    for info in infos:
+        addr = ipaddress.ip_address(str(info[4][0]).partition("%")[0])
+        if addr == mine or addr.is_unspecified:
+            return True
+    return False
+
+
 class Proxy:
     """See the module docstring. ``await start()``, then ``await stop()`` (or ``async with``)."""
 
@@ -114,6 +132,14 @@ class Proxy:
             raise ProxySetupError(
                 f"cannot listen on {endpoint(host, self.config.listen[1])}: {reason}"
             ) from None
+        if _is_itself(self.config.upstream, self.address):
+            self._book.close()
+            with contextlib.suppress(OSError):
+                await self._book.wait_closed()
+            raise ProxySetupError(
+                f"the upstream broker {endpoint(*self.config.upstream)} is this proxy's own listener "
+                f"{endpoint(*self.address)}: it would forward every connection to itself"
+            )
         self._emit(
             ProxyNotice(
                 capture_time(),
