@@ -1,0 +1,155 @@
+"""Kafka's Java clients (KafkaProducer, KafkaConsumer from kafka-clients 4.4.0, driven by
+tests/java_clients/KafkaClientDriver.java) against kcodec's mock broker: produce, consume in a group,
+position validation through OffsetsForLeaderEpoch after a leader change (KIP-320), truncation after an
+unclean election, and the validation of a committed offset when a consumer restarts, which the Java
+consumer does and librdkafka and kafka-python do not. Work ends on counts; timeouts are safety nets.
+Without java, javac or Maven these tests skip with one line (and fail when CI is set)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from java_driver import JavaRun, needs_java, records, run
+
+from kcodec.broker import MockCluster
+from kcodec.records import NewRecord
+from kcodec.registry import api
+
+pytestmark = pytest.mark.interop
+POLLS = 300  # the driver's cap on polls (1 s each at most): a safety net, the runs end on counts
+
+
+@pytest.fixture
+def cluster() -> Iterator[MockCluster]:
+    needs_java()
+    with MockCluster(brokers=3) as c:
+        yield c
+
+
+RequestLog = list[tuple[str | None, str, list[tuple[str, int, int]]]]
+
+
+def record_requests(cluster: MockCluster) -> RequestLog:
+    """The requests every broker of ``cluster`` answers from now on, in order: (client id, API name,
+    [(topic, partition, leader epoch)] for OffsetForLeaderEpoch and OffsetFetch)."""
+    log: RequestLog = []
+
+    def install() -> None:
+        for server in cluster.inner.servers:
+            handle = server._handle
+
+            async def recorded(ctx: Any, key: int, body: Any, handle: Any = handle) -> Any:
+                log.append((ctx.client_id, api(key).name, _partitions(api(key).name, body)))
+                return await handle(ctx, key, body)
+
+            server._handle = recorded  # type: ignore[method-assign]
+
+    cluster.call(install)
+    return log
+
+
+def _partitions(name: str, body: Any) -> list[tuple[str, int, int]]:
+    if name == "OffsetForLeaderEpoch":
+        return [(t.topic, p.partition, p.leader_epoch) for t in body.topics for p in t.partitions]
+    if name == "OffsetFetch":
+        groups = getattr(body, "groups", None) or [body]
+        return [(t.name, i, -1) for g in groups for t in (g.topics or []) for i in t.partition_indexes]
+    return []
+
+
+def _append(cluster: MockCluster, topic: str, values: list[str]) -> None:
+    for v in values:  # one batch each, as a producer with no linger would write them
+        cluster.append(topic, 0, [NewRecord(v.encode())])
+
+
+# --- produce, consume in a group ----------------------------------------------------------------------
+
+
+def test_java_producer_and_group_consumer_exactly_once_in_order(cluster: MockCluster) -> None:
+    cluster.create_topic("jv", 3)
+    produced = run("produce", cluster.bootstrap, "jv", 300, 3)
+    assert produced[0]["produced"] == 300
+    assert {p: sorted(o) for p, o in produced[0]["offsets"].items()} == {str(p): list(range(100)) for p in range(3)}
+    events = run("consume", cluster.bootstrap, "jv", "jv-group", 300, "earliest", "subscribe", "true", POLLS)
+    got = records(events)
+    assert len(got) == 300 and len({v for *_, v in got}) == 300
+    for p in range(3):  # exactly the partition's records, in offset order, at leader epoch 0
+        mine = [(o, e, v) for q, o, e, v in got if q == p]
+        assert mine == [(i, 0, "m-%05d" % (3 * i + p)) for i in range(100)]
+    committed = next(e["committed"] for e in events if "committed" in e)
+    assert sorted(committed) == [[p, 100, 0] for p in range(3)]
+    stored = cluster.call(lambda: cluster.state.groups.groups["jv-group"].offsets)
+    assert {k: (v.offset, v.leader_epoch) for k, v in stored.items()} == {("jv", p): (100, 0) for p in range(3)}
+    used = cluster.request_counts()
+    assert {"InitProducerId", "Produce", "FindCoordinator", "JoinGroup", "SyncGroup", "OffsetFetch", "Fetch",
+            "OffsetCommit"} <= set(used)
+    print("Java clients used:", used)
+
+
+# --- KIP-320: validation after a leader change, truncation ----------------------------------------------
+
+
+def test_java_consumer_validates_its_position_after_a_leader_change(cluster: MockCluster) -> None:
+    cluster.create_topic("mv", 1)
+    _append(cluster, "mv", [f"a-{i}" for i in range(20)])
+    log = record_requests(cluster)
+    r = JavaRun("consume", cluster.bootstrap, "mv", "mv-group", 40, "earliest", "subscribe", "true", POLLS)
+    try:
+        first = []
+        for event in r.events():
+            if "record" in event:
+                first.append(event)
+            if len(first) == 20:
+                break
+        moved_at = len(log)
+        info = cluster.move_leader("mv", 0)
+        assert info.leader_epoch == 1
+        _append(cluster, "mv", [f"b-{i}" for i in range(20)])
+        rest = r.finish()
+    finally:
+        r.stop()
+    got = records(first) + records(rest)
+    assert got == [(0, i, 0, f"a-{i}") for i in range(20)] + [(0, 20 + i, 1, f"b-{i}") for i in range(20)]
+    # KafkaConsumer (SubscriptionState.maybeValidatePositionForCurrentLeader) validates position 20 of
+    # epoch 0 with the new leader before fetching from it: OffsetsForLeaderEpoch(epoch 0) -> end offset 20
+    after = [(name, parts) for _, name, parts in log[moved_at:]]
+    assert ("OffsetForLeaderEpoch", [("mv", 0, 0)]) in after, after
+    assert next(e["committed"] for e in rest if "committed" in e) == [[0, 40, 1]]
+
+
+def _read_ten_then_unclean_election(cluster: MockCluster, reset: str, count: int) -> list[dict[str, Any]]:
+    cluster.create_topic("u", 1)
+    _append(cluster, "u", [f"old-{i}" for i in range(10)])
+    r = JavaRun("consume", cluster.bootstrap, "u", "", count, reset, "assign", "false", POLLS)
+    try:
+        first = []
+        for event in r.events():
+            first.append(event)
+            if len(records(first)) == 10:
+                break
+        info = cluster.unclean_election("u", 0, truncate_to=5, records=[NewRecord(f"new-{i}".encode()) for i in range(3)])
+        assert (info.leader_epoch, info.log_end_offset) == (1, 8)
+        return first + r.finish()
+    finally:
+        r.stop()
+
+
+def test_java_consumer_raises_log_truncation_without_a_reset_policy(cluster: MockCluster) -> None:
+    events = _read_ten_then_unclean_election(cluster, "none", 13)
+    assert records(events) == [(0, i, 0, f"old-{i}") for i in range(10)]
+    failure = next(e for e in events if "exception" in e)
+    # LogTruncationException: position 10 (epoch 0) diverges; the leader's log has epoch 0 up to offset 5
+    assert failure["exception"] == "LogTruncationException", failure
+    assert (failure["fetch"], failure["divergent"]) == ([[0, 10]], [[0, 5, 0]])
+    assert "OffsetForLeaderEpoch" in cluster.request_counts()
+
+
+def test_java_consumer_with_a_reset_policy_seeks_to_the_divergence(cluster: MockCluster) -> None:
+    # With auto.offset.reset set, KafkaConsumer 4.4 does not reset to earliest/latest on truncation:
+    # SubscriptionState.maybeCompleteValidation seeks to the first offset known to diverge (5).
+    events = _read_ten_then_unclean_election(cluster, "earliest", 13)
+    assert not [e for e in events if "exception" in e]
+    assert records(events) == [(0, i, 0, f"old-{i}") for i in range(10)] + [(0, 5 + i, 1, f"new-{i}") for i in range(3)]
