@@ -153,3 +153,83 @@ def test_java_consumer_with_a_reset_policy_seeks_to_the_divergence(cluster: Mock
     events = _read_ten_then_unclean_election(cluster, "earliest", 13)
     assert not [e for e in events if "exception" in e]
     assert records(events) == [(0, i, 0, f"old-{i}") for i in range(10)] + [(0, 5 + i, 1, f"new-{i}") for i in range(3)]
+
+
+# --- a committed offset validated on restart: the Java consumer, not librdkafka nor kafka-python ---------
+
+
+def _commit_ten_everywhere(cluster: MockCluster) -> None:
+    """Offset 10 of "r"-0 committed with leader epoch 0 in three groups, each by its own client."""
+    ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed")
+    kafka = pytest.importorskip("kafka", reason="kafka-python is not installed")
+    cluster.create_topic("r", 1)
+    _append(cluster, "r", [f"old-{i}" for i in range(10)])
+    events = run("consume", cluster.bootstrap, "r", "java", 10, "earliest", "subscribe", "true", POLLS)
+    assert next(e["committed"] for e in events if "committed" in e) == [[0, 10, 0]]
+    rd = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "rdkafka", "log_level": 0})
+    rd.commit(offsets=[ck.TopicPartition("r", 0, 10, leader_epoch=0)], asynchronous=False)
+    rd.close()
+    kp = kafka.KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id="kafka-python", enable_auto_commit=False)
+    kp.assign([kafka.TopicPartition("r", 0)])
+    kp.commit({kafka.TopicPartition("r", 0): kafka.structs.OffsetAndMetadata(10, "", 0)})
+    kp.close()
+
+
+def _sequence(log: RequestLog, client: str) -> list[tuple[str, list[tuple[str, int, int]]]]:
+    """What one client asked about its positions, in order (Metadata, heartbeats etc. left out)."""
+    wanted = {"OffsetFetch", "OffsetForLeaderEpoch", "ListOffsets", "Fetch"}
+    return [(name, parts) for who, name, parts in log if who and who.startswith(client) and name in wanted]
+
+
+def test_only_the_java_consumer_validates_a_committed_offset_on_restart(cluster: MockCluster) -> None:
+    ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed")
+    kafka = pytest.importorskip("kafka", reason="kafka-python is not installed")
+    _commit_ten_everywhere(cluster)
+    stored = cluster.call(lambda: {g: s.offsets[("r", 0)] for g, s in cluster.state.groups.groups.items()})
+    assert {g: (o.offset, o.leader_epoch) for g, o in stored.items()} == {
+        g: (10, 0) for g in ("java", "rdkafka", "kafka-python")
+    }
+    # offsets 5-9 of epoch 0 are lost; the new leader writes new-0.. new-7 at offsets 5-12 in epoch 1
+    info = cluster.unclean_election("r", 0, truncate_to=5, records=[NewRecord(f"new-{i}".encode()) for i in range(8)])
+    assert (info.leader_epoch, info.log_end_offset, info.epochs) == (1, 13, ((0, 0), (1, 5)))
+    log = record_requests(cluster)
+
+    # The Java consumer validates the committed (10, epoch 0) before fetching: OffsetForLeaderEpoch right
+    # after OffsetFetch (ConsumerUtils/SubscriptionState: a committed offset with an epoch is a position
+    # awaiting validation); epoch 0 ends at 5 < 10, so without a reset policy: LogTruncationException.
+    events = run("consume", cluster.bootstrap, "r", "java", 8, "none", "subscribe", "false", POLLS)
+    failure = next(e for e in events if "exception" in e)
+    assert (failure["exception"], failure["fetch"], failure["divergent"]) == (
+        "LogTruncationException", [[0, 10]], [[0, 5, 0]]
+    ), failure
+    assert records(events) == []
+    sequence = _sequence(log, "consumer-java-")
+    assert sequence[:2] == [("OffsetFetch", [("r", 0, -1)]), ("OffsetForLeaderEpoch", [("r", 0, 0)])], sequence
+    assert "Fetch" not in [name for name, _ in sequence]  # nothing fetched from the diverged position
+    # ... and with a reset policy it seeks to the divergence: every new record, none lost
+    events = run("consume", cluster.bootstrap, "r", "java", 8, "earliest", "subscribe", "false", POLLS)
+    assert records(events) == [(0, 5 + i, 1, f"new-{i}") for i in range(8)]
+
+    # librdkafka fetches from the committed offset as it is: new-0 .. new-4 (offsets 5-9) are skipped
+    rd = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "rdkafka", "client.id": "rd-restart",
+                      "auto.offset.reset": "earliest", "enable.auto.commit": False, "log_level": 0})
+    rd.subscribe(["r"])
+    got: list[Any] = []
+    deadline = time.monotonic() + 120  # a safety net: the loop ends on the count
+    while len(got) < 3 and time.monotonic() < deadline:
+        m = rd.poll(0.5)
+        if m is not None and m.error() is None:
+            got.append((m.offset(), m.leader_epoch(), m.value().decode()))
+    rd.close()
+    assert got == [(10 + i, 1, f"new-{5 + i}") for i in range(3)]
+    # kafka-python too
+    kp = kafka.KafkaConsumer("r", bootstrap_servers=cluster.bootstrap, group_id="kafka-python",
+                             client_id="kp-restart", auto_offset_reset="earliest", enable_auto_commit=False,
+                             consumer_timeout_ms=120_000)
+    kp_got = [(m.offset, m.value.decode()) for _, m in zip(range(3), kp, strict=False)]
+    kp.close()
+    assert kp_got == [(10 + i, f"new-{5 + i}") for i in range(3)]
+    for client in ("rd-restart", "kp-restart"):
+        sequence = _sequence(log, client)
+        assert sequence[0] == ("OffsetFetch", [("r", 0, -1)]), (client, sequence)
+        assert "OffsetForLeaderEpoch" not in [name for name, _ in sequence], (client, sequence)
