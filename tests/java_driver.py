@@ -79,7 +79,11 @@ class JavaRun:
     def __init__(self, *args: object) -> None:
         self._err: IO[bytes] = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [*java_command(), *map(str, args)], stdout=subprocess.PIPE, stderr=self._err, text=True
+            [*java_command(), *map(str, args)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._err,
+            text=True,
         )
         self._watchdog = threading.Timer(SAFETY_S, self.proc.kill)
         self._watchdog.start()
@@ -90,6 +94,12 @@ class JavaRun:
             if line.startswith("{"):
                 yield json.loads(line)
 
+    def send(self, line: str) -> None:
+        """A line to the driver's stdin (the copy scenario waits for one when it pauses)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
     def stderr_tail(self) -> str:
         self._err.seek(0)
         return self._err.read().decode(errors="replace")[-3000:]
@@ -98,8 +108,10 @@ class JavaRun:
         """The remaining events until the driver ends; asserts it ended well (its last line: done)."""
         rest = list(self.events())
         code = self.proc.wait(SAFETY_S)
+        ok = code == 0 and rest and rest[-1] == {"done": True}
+        tail = "" if ok else self.stderr_tail()
         self.stop()
-        assert code == 0 and rest and rest[-1] == {"done": True}, (code, rest[-3:], self.stderr_tail())
+        assert ok, (code, rest[-3:], tail)
         return rest
 
     def stop(self) -> None:
@@ -107,8 +119,9 @@ class JavaRun:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
         self._err.close()
 
 

@@ -233,3 +233,50 @@ def test_only_the_java_consumer_validates_a_committed_offset_on_restart(cluster:
         sequence = _sequence(log, client)
         assert sequence[0] == ("OffsetFetch", [("r", 0, -1)]), (client, sequence)
         assert "OffsetForLeaderEpoch" not in [name for name, _ in sequence], (client, sequence)
+
+
+# --- a transactional copy with the Java clients ---------------------------------------------------------
+
+COPY_MESSAGES = 10_000
+COPY_PARTITIONS = 3
+ABORT_EVERY = 4  # every 4th transaction is aborted by the application after its records are written
+
+
+def test_java_transactional_copy_of_10000_messages_with_aborts_loses_and_duplicates_nothing(
+    cluster: MockCluster,
+) -> None:
+    # The Java mirror of test_broker_transactions' librdkafka copy: KafkaConsumer (read_committed, a
+    # group) -> KafkaProducer (transactional) -> sendOffsetsToTransaction -> commitTransaction, every
+    # 4th transaction aborted after its records are written, the consumer rewound to the group's offsets.
+    # Unlike the librdkafka copy, no transactional id is expired mid-copy: KafkaProducer 4.4 makes an
+    # InvalidPidMappingException fatal (TransactionManager.maybeTransitionToErrorState, and
+    # AddOffsetsToTxnHandler), against Apache Kafka as here, so there is nothing to recover from.
+    from test_broker_transactions import read_to_end
+
+    c = cluster
+    c.create_topic("src", COPY_PARTITIONS)
+    c.create_topic("dst", COPY_PARTITIONS)
+    assert run("produce", c.bootstrap, "src", COPY_MESSAGES, COPY_PARTITIONS)[0]["produced"] == COPY_MESSAGES
+    events = run("copy", c.bootstrap, "src", "dst", "copy-group", "copier", COPY_MESSAGES, ABORT_EVERY, 4 * POLLS)
+    n = next(e["copy"] for e in events if "copy" in e)
+    print("Java transactional copy:", n)
+    assert n["committed"] == COPY_MESSAGES and n["recovered"] == 0, n
+    assert n["aborted_by_app"] >= 3 and n["aborted_written"] > 0, n
+
+    copied = read_to_end(c.bootstrap, "dst", COPY_PARTITIONS, "read_committed")
+    values = [m.value() for m in copied]
+    assert len(values) == COPY_MESSAGES, (len(values), n)
+    assert set(values) == {b"m-%05d" % i for i in range(COPY_MESSAGES)}
+    for part in range(COPY_PARTITIONS):  # each partition in the source's order
+        seq = [int(m.value()[2:]) for m in copied if m.partition() == part]
+        assert seq == list(range(part, COPY_MESSAGES, COPY_PARTITIONS))
+    # read_uncommitted also sees the records of the aborted transactions (never the markers)
+    uncommitted = len(read_to_end(c.bootstrap, "dst", COPY_PARTITIONS, "read_uncommitted"))
+    assert uncommitted == COPY_MESSAGES + n["aborted_written"], (uncommitted, n)
+    g = c.call(lambda: c.state.groups.groups["copy-group"].offsets)
+    assert {k: v.offset for k, v in g.items()} == {
+        ("src", p): c.describe("src", p).log_end_offset for p in range(COPY_PARTITIONS)
+    }
+    used = c.request_counts()
+    assert {"AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn", "InitProducerId"} <= set(used)
+    print("used:", used)
