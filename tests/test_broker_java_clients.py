@@ -72,20 +72,32 @@ def test_java_producer_and_group_consumer_exactly_once_in_order(cluster: MockClu
     cluster.create_topic("jv", 3)
     produced = run("produce", cluster.bootstrap, "jv", 300, 3)
     assert produced[0]["produced"] == 300
-    assert {p: sorted(o) for p, o in produced[0]["offsets"].items()} == {str(p): list(range(100)) for p in range(3)}
+    assert {p: sorted(o) for p, o in produced[0]["offsets"].items()} == {
+        str(p): list(range(100)) for p in range(3)
+    }
     events = run("consume", cluster.bootstrap, "jv", "jv-group", 300, "earliest", "subscribe", "true", POLLS)
     got = records(events)
     assert len(got) == 300 and len({v for *_, v in got}) == 300
     for p in range(3):  # exactly the partition's records, in offset order, at leader epoch 0
         mine = [(o, e, v) for q, o, e, v in got if q == p]
-        assert mine == [(i, 0, "m-%05d" % (3 * i + p)) for i in range(100)]
+        assert mine == [(i, 0, f"m-{3 * i + p:05d}") for i in range(100)]
     committed = next(e["committed"] for e in events if "committed" in e)
     assert sorted(committed) == [[p, 100, 0] for p in range(3)]
     stored = cluster.call(lambda: cluster.state.groups.groups["jv-group"].offsets)
-    assert {k: (v.offset, v.leader_epoch) for k, v in stored.items()} == {("jv", p): (100, 0) for p in range(3)}
+    assert {k: (v.offset, v.leader_epoch) for k, v in stored.items()} == {
+        ("jv", p): (100, 0) for p in range(3)
+    }
     used = cluster.request_counts()
-    assert {"InitProducerId", "Produce", "FindCoordinator", "JoinGroup", "SyncGroup", "OffsetFetch", "Fetch",
-            "OffsetCommit"} <= set(used)
+    assert {
+        "InitProducerId",
+        "Produce",
+        "FindCoordinator",
+        "JoinGroup",
+        "SyncGroup",
+        "OffsetFetch",
+        "Fetch",
+        "OffsetCommit",
+    } <= set(used)
     print("Java clients used:", used)
 
 
@@ -130,7 +142,9 @@ def _read_ten_then_unclean_election(cluster: MockCluster, reset: str, count: int
             first.append(event)
             if len(records(first)) == 10:
                 break
-        info = cluster.unclean_election("u", 0, truncate_to=5, records=[NewRecord(f"new-{i}".encode()) for i in range(3)])
+        info = cluster.unclean_election(
+            "u", 0, truncate_to=5, records=[NewRecord(f"new-{i}".encode()) for i in range(3)]
+        )
         assert (info.leader_epoch, info.log_end_offset) == (1, 8)
         return first + r.finish()
     finally:
@@ -152,7 +166,59 @@ def test_java_consumer_with_a_reset_policy_seeks_to_the_divergence(cluster: Mock
     # SubscriptionState.maybeCompleteValidation seeks to the first offset known to diverge (5).
     events = _read_ten_then_unclean_election(cluster, "earliest", 13)
     assert not [e for e in events if "exception" in e]
-    assert records(events) == [(0, i, 0, f"old-{i}") for i in range(10)] + [(0, 5 + i, 1, f"new-{i}") for i in range(3)]
+    assert records(events) == [(0, i, 0, f"old-{i}") for i in range(10)] + [
+        (0, 5 + i, 1, f"new-{i}") for i in range(3)
+    ]
+
+
+@pytest.mark.parametrize("reset", ["none", "earliest"])
+def test_kafka_python_detects_the_same_truncation_in_flight(reset: str) -> None:
+    # The comparison for the two tests above (librdkafka's: tests/test_broker_clients.py): kafka-python
+    # (3.x, Fetcher.maybe_validate_positions) validates a position after a leader change too, raising
+    # LogTruncationError (divergent offset 5, epoch 0) without a reset policy and reading on from 5 with.
+    kafka = pytest.importorskip("kafka", reason="kafka-python is not installed")
+    if not hasattr(kafka.errors, "LogTruncationError"):
+        pytest.skip("this kafka-python does not validate positions (KIP-320)")
+    with MockCluster(brokers=3) as cluster:
+        cluster.create_topic("u", 1)
+        _append(cluster, "u", [f"old-{i}" for i in range(10)])
+        kp = kafka.KafkaConsumer(
+            bootstrap_servers=cluster.bootstrap,
+            auto_offset_reset=reset,
+            enable_auto_commit=False,
+            metadata_max_age_ms=1000,
+        )
+        tp = kafka.TopicPartition("u", 0)
+        kp.assign([tp])
+        kp.seek(tp, 0)
+        got: list[tuple[int, int, bytes]] = []
+        failure: Exception | None = None
+        elected = False
+        try:
+            for _ in range(POLLS):  # a safety net: the loop ends on the count or the error
+                if len(got) == 10 and not elected:
+                    elected = True
+                    info = cluster.unclean_election(
+                        "u", 0, truncate_to=5, records=[NewRecord(f"new-{i}".encode()) for i in range(3)]
+                    )
+                    assert info.log_end_offset == 8
+                if len(got) == 13:
+                    break
+                try:
+                    batches = kp.poll(500)
+                except kafka.errors.LogTruncationError as e:
+                    failure = e
+                    break
+                got += [(r.offset, r.leader_epoch, r.value) for recs in batches.values() for r in recs]
+        finally:
+            kp.close()
+        assert got[:10] == [(i, 0, f"old-{i}".encode()) for i in range(10)]
+        if reset == "none":
+            assert failure is not None and got[10:] == []
+            assert "OffsetAndMetadata(offset=5, metadata='', leader_epoch=0)" in str(failure)
+        else:
+            assert failure is None and got[10:] == [(5 + i, 1, f"new-{i}".encode()) for i in range(3)]
+        assert "OffsetForLeaderEpoch" in cluster.request_counts()
 
 
 # --- a committed offset validated on restart: the Java consumer, not librdkafka nor kafka-python ---------
@@ -169,7 +235,9 @@ def _commit_ten_everywhere(cluster: MockCluster) -> None:
     rd = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "rdkafka", "log_level": 0})
     rd.commit(offsets=[ck.TopicPartition("r", 0, 10, leader_epoch=0)], asynchronous=False)
     rd.close()
-    kp = kafka.KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id="kafka-python", enable_auto_commit=False)
+    kp = kafka.KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap, group_id="kafka-python", enable_auto_commit=False
+    )
     kp.assign([kafka.TopicPartition("r", 0)])
     kp.commit({kafka.TopicPartition("r", 0): kafka.structs.OffsetAndMetadata(10, "", 0)})
     kp.close()
@@ -190,7 +258,9 @@ def test_only_the_java_consumer_validates_a_committed_offset_on_restart(cluster:
         g: (10, 0) for g in ("java", "rdkafka", "kafka-python")
     }
     # offsets 5-9 of epoch 0 are lost; the new leader writes new-0.. new-7 at offsets 5-12 in epoch 1
-    info = cluster.unclean_election("r", 0, truncate_to=5, records=[NewRecord(f"new-{i}".encode()) for i in range(8)])
+    info = cluster.unclean_election(
+        "r", 0, truncate_to=5, records=[NewRecord(f"new-{i}".encode()) for i in range(8)]
+    )
     assert (info.leader_epoch, info.log_end_offset, info.epochs) == (1, 13, ((0, 0), (1, 5)))
     log = record_requests(cluster)
 
@@ -200,19 +270,31 @@ def test_only_the_java_consumer_validates_a_committed_offset_on_restart(cluster:
     events = run("consume", cluster.bootstrap, "r", "java", 8, "none", "subscribe", "false", POLLS)
     failure = next(e for e in events if "exception" in e)
     assert (failure["exception"], failure["fetch"], failure["divergent"]) == (
-        "LogTruncationException", [[0, 10]], [[0, 5, 0]]
+        "LogTruncationException",
+        [[0, 10]],
+        [[0, 5, 0]],
     ), failure
     assert records(events) == []
     sequence = _sequence(log, "consumer-java-")
-    assert sequence[:2] == [("OffsetFetch", [("r", 0, -1)]), ("OffsetForLeaderEpoch", [("r", 0, 0)])], sequence
+    assert sequence[:2] == [("OffsetFetch", [("r", 0, -1)]), ("OffsetForLeaderEpoch", [("r", 0, 0)])], (
+        sequence
+    )
     assert "Fetch" not in [name for name, _ in sequence]  # nothing fetched from the diverged position
     # ... and with a reset policy it seeks to the divergence: every new record, none lost
     events = run("consume", cluster.bootstrap, "r", "java", 8, "earliest", "subscribe", "false", POLLS)
     assert records(events) == [(0, 5 + i, 1, f"new-{i}") for i in range(8)]
 
     # librdkafka fetches from the committed offset as it is: new-0 .. new-4 (offsets 5-9) are skipped
-    rd = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "rdkafka", "client.id": "rd-restart",
-                      "auto.offset.reset": "earliest", "enable.auto.commit": False, "log_level": 0})
+    rd = ck.Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": "rdkafka",
+            "client.id": "rd-restart",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "log_level": 0,
+        }
+    )
     rd.subscribe(["r"])
     got: list[Any] = []
     deadline = time.monotonic() + 120  # a safety net: the loop ends on the count
@@ -223,9 +305,15 @@ def test_only_the_java_consumer_validates_a_committed_offset_on_restart(cluster:
     rd.close()
     assert got == [(10 + i, 1, f"new-{5 + i}") for i in range(3)]
     # kafka-python too
-    kp = kafka.KafkaConsumer("r", bootstrap_servers=cluster.bootstrap, group_id="kafka-python",
-                             client_id="kp-restart", auto_offset_reset="earliest", enable_auto_commit=False,
-                             consumer_timeout_ms=120_000)
+    kp = kafka.KafkaConsumer(
+        "r",
+        bootstrap_servers=cluster.bootstrap,
+        group_id="kafka-python",
+        client_id="kp-restart",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=120_000,
+    )
     kp_got = [(m.offset, m.value.decode()) for _, m in zip(range(3), kp, strict=False)]
     kp.close()
     assert kp_got == [(10 + i, f"new-{5 + i}") for i in range(3)]
@@ -257,7 +345,9 @@ def test_java_transactional_copy_of_10000_messages_with_aborts_loses_and_duplica
     c.create_topic("src", COPY_PARTITIONS)
     c.create_topic("dst", COPY_PARTITIONS)
     assert run("produce", c.bootstrap, "src", COPY_MESSAGES, COPY_PARTITIONS)[0]["produced"] == COPY_MESSAGES
-    events = run("copy", c.bootstrap, "src", "dst", "copy-group", "copier", COPY_MESSAGES, ABORT_EVERY, 4 * POLLS)
+    events = run(
+        "copy", c.bootstrap, "src", "dst", "copy-group", "copier", COPY_MESSAGES, ABORT_EVERY, 4 * POLLS
+    )
     n = next(e["copy"] for e in events if "copy" in e)
     print("Java transactional copy:", n)
     assert n["committed"] == COPY_MESSAGES and n["recovered"] == 0, n
@@ -278,5 +368,7 @@ def test_java_transactional_copy_of_10000_messages_with_aborts_loses_and_duplica
         ("src", p): c.describe("src", p).log_end_offset for p in range(COPY_PARTITIONS)
     }
     used = c.request_counts()
-    assert {"AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn", "InitProducerId"} <= set(used)
+    assert {"AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn", "InitProducerId"} <= set(
+        used
+    )
     print("used:", used)
