@@ -378,3 +378,32 @@ def test_java_transactional_copy_of_10000_messages_with_aborts_loses_and_duplica
         used
     )
     print("used:", used)
+
+
+def test_java_producer_fails_fatally_when_the_coordinator_forgot_its_transactional_id(
+    cluster: MockCluster,
+) -> None:
+    # Why the Java copy injects no expired id: the coordinator answers the next AddPartitionsToTxn with
+    # INVALID_PRODUCER_ID_MAPPING (as Kafka's TransactionCoordinator does for an unknown id), and
+    # KafkaProducer 4.4 ends in its fatal state (TransactionManager.maybeTransitionToErrorState makes an
+    # InvalidPidMappingException fatal): the commit fails and even abortTransaction() fails.
+    # librdkafka aborts and bumps instead (test_broker_transactions).
+    from test_broker_transactions import read_to_end
+
+    c = cluster
+    c.create_topic("fg", 1)
+    r = JavaRun("forgotten", c.bootstrap, "fg", "forgotten-tx")
+    try:
+        for event in r.events():
+            if "paused" in event:
+                assert c.call(lambda: c.state.transactions.expire("forgotten-tx"))
+                r.send("go")
+                break
+        events = r.finish()
+    finally:
+        r.stop()
+    assert events[:2] == [
+        {"commit_failed": "InvalidPidMappingException"},
+        {"abort_failed": "InvalidPidMappingException"},
+    ], events
+    assert [m.value() for m in read_to_end(c.bootstrap, "fg", 1, "read_committed")] == [b"first"]

@@ -3,6 +3,8 @@
 //   produce BOOTSTRAP TOPIC COUNT PARTITIONS
 //   consume BOOTSTRAP TOPIC GROUP COUNT RESET subscribe|assign COMMIT(true|false) MAX_POLLS
 //   copy BOOTSTRAP SRC DST GROUP TRANSACTIONAL_ID COUNT ABORT_EVERY MAX_POLLS
+//   forgotten BOOTSTRAP TOPIC TRANSACTIONAL_ID: commits a transaction, prints {"paused":1}, waits for a
+//     line on stdin (the coordinator forgets the id meanwhile), then tries a second one
 // Work ends on counts; MAX_POLLS bounds the polls (one second each at most) as a safety net.
 import java.time.Duration;
 import java.util.ArrayList;
@@ -45,6 +47,7 @@ public final class KafkaClientDriver {
             case "produce" -> produce(rest);
             case "consume" -> consume(rest);
             case "copy" -> copy(rest);
+            case "forgotten" -> forgotten(rest);
             default -> throw new IllegalArgumentException("unknown scenario " + args[0]);
         }
         emit("{\"done\":true}");
@@ -239,6 +242,44 @@ public final class KafkaClientDriver {
         }
         emit("{\"copy\":{\"committed\":" + committed + ",\"transactions\":" + transactions + ",\"aborted_by_app\":"
             + abortedByApp + ",\"aborted_written\":" + abortedWritten + ",\"recovered\":" + recovered + "}}");
+    }
+
+    static void forgotten(String[] a) throws java.io.IOException {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, a[0]);
+        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, a[2]);
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
+            producer.initTransactions();
+            producer.beginTransaction();
+            producer.send(new ProducerRecord<>(a[1], 0, null, "first".getBytes()));
+            producer.commitTransaction();
+            emit("{\"paused\":1}");
+            new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+            producer.beginTransaction();
+            producer.send(new ProducerRecord<>(a[1], 0, null, "second".getBytes()));
+            try {
+                producer.commitTransaction();
+                emit("{\"second\":\"committed\"}");
+            } catch (KafkaException e) {
+                emit("{\"commit_failed\":" + str(cause(e)) + "}");
+                try {
+                    producer.abortTransaction();
+                    emit("{\"aborted\":true}");
+                } catch (KafkaException e2) {
+                    emit("{\"abort_failed\":" + str(cause(e2)) + "}");
+                }
+            }
+        }
+    }
+
+    static String cause(Throwable e) {
+        Throwable root = e;
+        while (root.getCause() != null) {
+            root = root.getCause();
+        }
+        return root.getClass().getSimpleName();
     }
 
     static void rewind(KafkaConsumer<byte[], byte[]> c) {
