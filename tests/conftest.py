@@ -7,6 +7,9 @@ reproducible and never an accident of the draw, and it has no deadlines on a loa
 ``spark``: the test run's one local Spark session (2 cores, loopback only). Tests that use it are
 marked ``xdist_group("spark")`` so that pytest-xdist (``--dist loadgroup`` in tools/test.sh) runs
 them all in one worker: Spark starts once per test run, not once per worker.
+
+Apache Kafka (``apache_kafka``, ``apache_kafka_release``, ``apache_kafka_cluster``...): the fixtures of
+tests/apache_kafka.py, registered here as a plugin (its docstring lists them).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
+
+pytest_plugins = ["apache_kafka"]
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)
