@@ -5,9 +5,9 @@ from __future__ import annotations
 import base64
 import importlib
 import json
-import subprocess
 import socket
 import struct
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,25 +44,41 @@ def test_apis_table() -> None:
     assert result.exit_code == 0, result.output
     out = result.output
     assert "Fetch" in out and "ApiVersions" in out and "Produce" in out
-    assert "v0-3 3.9.0, v4-18 4.x-clients" in out  # Fetch: spec set per version range
+    assert "v0-3 3.9.0, v4-18 4.4.0" in out  # Fetch: spec set per version range
     assert "12+" in out  # Fetch's flexible versions
 
 
-def test_apis_table_says_which_versions_are_missing_and_why() -> None:
+def test_apis_table_says_no_released_version_is_missing() -> None:
     result = run("apis")
     assert result.exit_code == 0
     line = next(ln for ln in result.output.splitlines() if "ConsumerGroupHeartbeat" in ln)
-    assert line.rstrip(" │").split("│")[-1].strip() == "1"
-    assert "missing: versions Kafka defines that kcodec has no codec for" in result.output
-    assert "vendors Kafka's 4.x JSON message specs" in " ".join(result.output.split())
+    cells = [c.strip() for c in line.split("│")]
+    assert cells[2] == "ConsumerGroupHeartbeat" and cells[3] == "0-1" and cells[8] == ""  # missing: none
+    text = " ".join(result.output.split())
+    assert "missing: none: kcodec has a codec for every version every Apache Kafka release" in text
+    assert "(2.2.2 … 4.4.0) ships" in text
 
 
-def test_version_gaps_data_is_up_to_date() -> None:
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "import_version_gaps.py"), "--check"],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
+def test_no_released_version_lacks_a_codec() -> None:
+    """Every version of every API any listed Apache Kafka release (2.2 … 4.4) ships has a codec."""
+    from kcodec.coverage import released_versions, version_gaps
+
+    assert version_gaps() == {}
+    released = released_versions()
+    assert released[68] == ("ConsumerGroupHeartbeat", frozenset({0, 1}))
+    assert released[78][1] == frozenset({1, 2})  # ShareFetch: 3.9.0's v0 was never released
+    assert released[52][1] == frozenset({0, 1, 2}) and 88 in released and 92 in released
+    assert released[4] == ("LeaderAndIsr", frozenset(range(0, 8)))  # removed by 4.0, shipped before
+
+
+def test_gaps_are_found_and_listed() -> None:
+    from kcodec.coverage import find_gaps
+
+    released = {1: ("Fetch", {0, 1, 2}), 99: ("Future", {0})}
+    gaps = find_gaps(released, {1: [0, 1]})
+    assert gaps[1].missing == (2,) and gaps[1].kafka_versions == (0, 2)
+    assert gaps[99].api_name == "Future" and gaps[99].missing == (0,)
+    assert find_gaps(released, {1: [0, 1, 2], 99: [0]}) == {}
 
 
 def test_apis_json() -> None:
@@ -71,13 +87,12 @@ def test_apis_json() -> None:
     rows = {row["name"]: row for row in json_lines(result.output)}
     known = {name: row for name, row in rows.items() if row.get("known", True)}
     assert len(known) == len(kcodec.apis())
-    # versions Kafka has and kcodec has no spec for are listed, with the APIs kcodec lacks entirely
-    assert rows["ConsumerGroupHeartbeat"]["missing_versions"] == [1]
-    assert rows["ShareFetch"]["missing_versions"] == [1, 2]
-    assert rows["StreamsGroupHeartbeat"] == {
-        "key": 88, "name": "StreamsGroupHeartbeat", "known": False, "missing_versions": [0]
-    }
-    assert rows["Fetch"]["missing_versions"] == []
+    # no released version lacks a codec: every API is known, none has missing versions
+    assert len(known) == len(rows) and all(row["missing_versions"] == [] for row in rows.values())
+    assert rows["StreamsGroupHeartbeat"]["max_version"] == 1
+    assert rows["ShareFetch"]["sources"] == [
+        {"from": 0, "to": 0, "spec_set": "3.9.0"}, {"from": 1, "to": 2, "spec_set": "4.4.0"}
+    ]
     fetch = rows["Fetch"]
     assert (
         fetch["key"] == 1

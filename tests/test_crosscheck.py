@@ -56,6 +56,9 @@ SETTINGS = settings(
 # --- which versions: those newer than Kafka 3.9.0's, defined only by the 4.x spec set ---------------
 
 
+NEWEST_SET = "4.4.0"  # the spec set of the newest Apache Kafka release (schemas/sets.json)
+
+
 @cache
 def kafka_39_max_versions() -> dict[int, int]:
     """api key -> highest version of Apache Kafka 3.9.0's own ApiMessageType table (golden fixture)."""
@@ -68,7 +71,7 @@ def new_in_4x() -> list[tuple[str, int]]:
     found: list[tuple[str, int]] = []
     for api in kcodec.apis():
         for v in api.versions:
-            if api.sources[v] == "4.x-clients" and v > maxima.get(api.key, -1):
+            if api.sources[v] == NEWEST_SET and v > maxima.get(api.key, -1):
                 found += [(api.request, v), (api.response, v)]
     return found
 
@@ -86,7 +89,8 @@ def test_new_versions_are_the_ones_without_golden_fixtures() -> None:
     with_fixtures = {(case["message"], case["version"]) for case in golden_data.message_cases()}
     assert not with_fixtures & set(PAIRS)
     for name, v in PAIRS:  # and every older version of these APIs does have one
-        assert (name, v - 1) in with_fixtures or kcodec.api(name).sources[v - 1] == "4.x-clients"
+        api = kcodec.api(name)
+        assert v == api.min_version or (name, v - 1) in with_fixtures or api.sources[v - 1] == NEWEST_SET
 
 
 def _snake(name: str) -> str:
@@ -286,14 +290,20 @@ def kafka_python_class(name: str, version: int) -> Any:
     return cls if lo <= version <= hi else None
 
 
+#: (struct, kcodec attribute) -> the name the field had before Kafka 4.4 renamed it
+KAFKA_44_RENAMES = {("TxnOffsetCommitRequest", "generation_id_or_member_epoch"): "generation_id"}
+
+
 def _kp_pairs(info: MessageInfo, struct: str, version: int, obj: Any) -> list[tuple[Any, Any]]:
     """kcodec FieldInfo and kafka-python field side by side (both in spec order)."""
     ours = info.fields_at(struct, version)
     theirs = [f for f in obj._struct._fields if f.for_version_q(version)]
     assert len(ours) == len(theirs), (struct, [f.attr for f in ours], [f.name for f in theirs])
     for f, k in zip(ours, theirs, strict=True):
-        # kafka-python renames some fields, e.g. TopicAuthorizedOperations -> authorized_operations.
-        assert k.name == f.attr or f.attr.endswith("_" + k.name), (struct, f.attr, k.name)
+        # kafka-python renames some fields, e.g. TopicAuthorizedOperations -> authorized_operations;
+        # it bundles specs older than Kafka 4.4, which renamed a field (same bytes, see test_release_specs)
+        older = KAFKA_44_RENAMES.get((struct, f.attr), f.attr)
+        assert k.name in (f.attr, older) or f.attr.endswith("_" + k.name), (struct, f.attr, k.name)
     return list(zip(ours, theirs, strict=True))
 
 
@@ -399,7 +409,17 @@ def test_kafka_python_agrees(name: str, version: int) -> None:
     SETTINGS(given(strategies.messages(name, version))(check))()
 
 
+#: versions newer than both peers (kio 0.6.5, kafka-python 3.0.12): only Kafka's own classes can check
+#: them (the Java oracle of issue 35)
+_NEWER_APIS = (
+    ("ApiVersions", 5), ("DeleteGroups", 3), ("StreamsGroupDescribe", 1), ("StreamsGroupHeartbeat", 1),
+    ("StreamsGroupTopologyDescriptionUpdate", 0), ("TxnOffsetCommit", 6), ("UnregisterController", 0),
+)
+NEWER_THAN_PEERS = {(api + kind, v) for api, v in _NEWER_APIS for kind in ("Request", "Response")}
+
+
 def test_coverage_report() -> None:
-    """Every new version is checked by at least one peer (the lists are in the test ids)."""
-    unchecked = sorted(set(PAIRS) - set(KIO_PAIRS) - set(KP_PAIRS))
-    assert not unchecked, f"not cross-checked by any peer: {unchecked}"
+    """Every new version is checked by at least one peer (the lists are in the test ids), but for the
+    versions newer than both peers."""
+    unchecked = set(PAIRS) - set(KIO_PAIRS) - set(KP_PAIRS)
+    assert unchecked == NEWER_THAN_PEERS, f"not cross-checked by any peer: {sorted(unchecked)}"

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import sys
+import zipfile
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from release_jars import release_jar
 
 SCRIPT = Path(__file__).resolve().parent.parent / "tools" / "import_specs.py"
 
@@ -346,11 +349,67 @@ def test_invalid_input_exits_2(tmp_path: Path) -> None:
 
 
 def test_repository_schemas_are_up_to_date() -> None:
-    """CI guard: the committed schemas/ match the importer and the inputs."""
-    default_inputs = [imp.REPO_ROOT / d for _, d in imp.DEFAULT_SETS]
-    if not all(p.is_dir() for p in default_inputs):
-        pytest.skip("upstream spec inputs not available")
+    """CI guard: the committed schemas/ match the importer and the inputs (Kafka releases' jars)."""
+    for _, source in imp.DEFAULT_SETS:
+        release_jar(source.rsplit(":", 1)[1])  # skip (fail in CI) when a jar cannot be had
     assert imp.main(["--check"]) == 0
+
+
+def _make_jar(tmp_path: Path, src: Path, version: str | None = "9.9.9") -> Path:
+    jar = tmp_path / "kafka-clients-test.jar"
+    with zipfile.ZipFile(jar, "w") as z:
+        z.writestr("common/message/", b"")
+        z.writestr("common/message/README.md", b"not a spec")
+        z.writestr("common/message/nested/Other.json", b"{}")  # only the folder's own files count
+        for path in sorted(src.glob("*.json")):
+            z.writestr(f"common/message/{path.name}", path.read_bytes())
+        if version is not None:
+            z.writestr("kafka/kafka-version.properties", f"commitId=abc123\nversion={version}\n")
+    return jar
+
+
+def test_a_jar_is_a_set_source_and_its_release_is_recorded(tmp_path: Path) -> None:
+    src = _make_input(tmp_path)
+    jar = _make_jar(tmp_path, src)
+    from_dir, from_jar = tmp_path / "a", tmp_path / "b"
+    assert _run(tmp_path, src, from_dir) == 0
+    code = imp.main(["--set", f"s1={jar}", "--source", "s1=test", "--out", str(from_jar)], root=tmp_path)
+    assert code == 0
+    a, b = _snapshot(from_dir), _snapshot(from_jar)
+    del a["sets.json"], b["sets.json"]
+    assert a == b
+    entry = json.loads((from_jar / "sets.json").read_text())[0]
+    assert entry["imported_from"] == "kafka-clients-test.jar" and "release" not in entry
+    assert entry["jar_sha256"] == hashlib.sha256(jar.read_bytes()).hexdigest()
+    assert (entry["kafka_version"], entry["commit"]) == ("9.9.9", "abc123")
+    assert entry["sha256"] == json.loads((from_dir / "sets.json").read_text())[0]["sha256"]
+
+
+def test_maven_coordinates_are_read_from_the_local_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = _make_input(tmp_path)
+    repo = tmp_path / "m2"
+    target = repo / "org" / "example" / "specs" / "1.0" / "specs-1.0.jar"
+    target.parent.mkdir(parents=True)
+    _make_jar(tmp_path, src, version=None).rename(target)
+    monkeypatch.setenv("KCODEC_M2_REPO", str(repo))
+    out = tmp_path / "out"
+    args = ["--set", "s1=maven:org.example:specs:1.0", "--source", "s1=t", "--out", str(out)]
+    code = imp.main(args, root=tmp_path)
+    assert code == 0
+    entry = json.loads((out / "sets.json").read_text())[0]
+    assert entry["release"] == "org.example:specs:1.0"
+    assert entry["imported_from"] == "maven:org.example:specs:1.0"
+    assert "kafka_version" not in entry and entry["files"] == 2
+
+
+def test_a_bad_jar_source_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty.jar").write_bytes(b"not a zip")
+    assert imp.main(["--set", "s1=empty.jar", "--source", "s1=t", "--out", "out"], root=tmp_path) == 2
+    assert "cannot read the jar" in capsys.readouterr().err
+    assert imp.main(["--set", "s1=maven:only:two", "--source", "s1=t", "--out", "out"], root=tmp_path) == 2
+    assert "GROUP:ARTIFACT:VERSION" in capsys.readouterr().err
 
 
 def test_proposal_sets_survive_an_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -142,7 +142,7 @@ def mock_like(max_version: int, ranges: dict[int, tuple[int, int]]) -> Callable[
 
 
 def test_rdkafka_mock_layout_is_recognised() -> None:
-    assert RDKAFKA_MOCK_REPLY == int8_count_reply(35, {18: (0, 2)})
+    assert int8_count_reply(35, {18: (0, 2)}) == RDKAFKA_MOCK_REPLY
     assert run(mock_like(2, {18: (0, 2), 1: (0, 16)})) == [(KMAX, "unsupported_version"), (2, "ok")]
     first = run.last.attempts[0]  # type: ignore[attr-defined]
     assert first.quirk == "int8_api_keys_count" and first.error_code == 35 and first.decoded_as is None
@@ -194,8 +194,9 @@ def test_flexible_response_header_is_recognised() -> None:
             return good
         return frame(r.correlation_id, b"\x00" + good[8:])
 
-    assert run(ok_body) == [(KMAX, "malformed"), (KMAX - 1, "malformed"), (2, "ok")]
-    assert {a.quirk for a in run.last.attempts[:2]} == {"flexible_response_header"}  # type: ignore[attr-defined]
+    # each flexible version down to v3 is tried (the layout is the same), then v2 reads
+    assert run(ok_body) == [*((v, "malformed") for v in range(KMAX, 2, -1)), (2, "ok")]
+    assert {a.quirk for a in run.last.attempts[:-1]} == {"flexible_response_header"}  # type: ignore[attr-defined]
 
 
 def test_quirk_is_reported_for_captured_bytes() -> None:
@@ -366,7 +367,7 @@ def test_versions_report_from_capture(release: str) -> None:
     ranges = release_ranges(release)
     report = versions_report(_captured(ranges))
     json.dumps(report)
-    assert report["handshake"]["ok"] and report["handshake"]["version"] in (3, 4)  # same layout
+    assert report["handshake"]["ok"] and report["handshake"]["version"] in (3, 4, 5)  # same layout
     assert release in report["fingerprint"]["consistent"]
     fetch = next(a for a in report["apis"] if a["api_key"] == 1)
     assert fetch["broker_max"] == ranges[1][1] and fetch["negotiated"] == ranges[1][1]
@@ -393,26 +394,56 @@ def test_fingerprint_rules() -> None:
     fp = fingerprint(changed)
     assert fp["consistent"] == [] and "matches no known" in fp["verdict"]
     assert fp["closest"][0]["release"] == "3.9.0" and fp["closest"][0]["mismatched"][0]["api_key"] == 1
-    # 4.x-clients is partial: extra keys are tolerated
-    r4 = dict(release_ranges("4.x-clients"))
-    r4[68] = (0, 1)
-    assert "4.x-clients" in fingerprint(r4)["consistent"]
+    # a broker advertising an API the release does not know is not that release
+    r40 = dict(release_ranges("4.0.2"))
+    assert "4.0.2" in fingerprint(r40)["consistent"]
+    assert "4.0.2" not in fingerprint({**r40, 88: (0, 0)})["consistent"]  # StreamsGroupHeartbeat: 4.1+
     empty = fingerprint({})
     assert empty["consistent"] == [] and empty["verdict"] == "no API ranges to compare"
+
+
+def _default_broker(release: str) -> dict[int, tuple[int, int]]:
+    """What a KRaft broker of ``release`` with default settings advertises, per the release's facts:
+    the APIs of its broker listener at their stable versions (an unstable newest version is hidden, an
+    API with none stable is left out), without the client telemetry APIs (only with a metrics plugin)."""
+    from kcodec.fingerprint import _data
+
+    out = {}
+    for key, a in _data()["releases"][release]["apis"].items():
+        hi = a["max"] - (1 if a["latest_version_unstable"] else 0)
+        if "broker" in (a["listeners"] or []) and hi >= a["min"] and int(key) not in (71, 72):
+            out[int(key)] = (a["min"], hi)
+    return out
+
+
+@pytest.mark.parametrize("release", ["3.9.0", "4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0"])
+def test_fingerprint_names_each_kraft_release(release: str) -> None:
+    """A default broker of every KRaft-era minor release is named, and only that release. (3.9.2
+    advertises what 3.9.0 does, so the table lists 3.9.0 for both.)"""
+    verdict = fingerprint(_default_broker(release))
+    assert verdict["consistent"] == [release], verdict["verdict"]
+    assert "3.9.2" not in known_releases()
+
+
+def test_core_apis_are_the_ones_every_release_serves() -> None:
+    from kcodec.fingerprint import core_apis
+
+    core = core_apis()
+    assert {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 18, 19, 20, 32} <= core
+    assert not core & {4, 5, 6, 7}  # the ZooKeeper-era inter-broker APIs 4.0 removed
+    assert not core & {52, 55, 62, 68, 71, 72, 78}  # controller-only, or newer than 2.2
 
 
 def test_release_data_is_packaged_and_current() -> None:
     from importlib import resources
 
     assert resources.files("kcodec").joinpath("data", "release_api_versions.json").is_file()
-    root = Path(__file__).resolve().parent.parent
-    shared = root.parent / "shared" / "kafka-specs" / "release-api-versions.json"
-    if not shared.exists():
-        pytest.skip("../shared/kafka-specs is not beside the checkout")
-    import runpy
+    assert known_releases()[0] == "2.2.2" and known_releases()[-1] == "4.4.0"
+    from release_jars import release_jar, tool
 
-    tool = runpy.run_path(str(root / "tools" / "import_release_versions.py"))
-    assert tool["main"](["--check"]) == 0
+    for release in tool("import_release_versions").RELEASES:
+        release_jar(release)  # skip (fail in CI) when a jar cannot be had
+    assert tool("import_release_versions").main(["--check"]) == 0
 
 
 def test_proposal_versions_are_chosen_only_when_enabled() -> None:

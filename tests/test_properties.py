@@ -105,3 +105,20 @@ def test_round_trip_larger_values(name: str, version: int) -> None:
     examples = settings(SETTINGS, max_examples=max(2, EXAMPLES // 2))
     examples(given(strategies.messages(name, version, **LARGE))(check))()
 
+
+
+
+def _tags(obj: Any) -> set[int]:
+    return {tag for tag, _ in obj._unknown_tagged_fields or ()}
+
+
+@settings(SETTINGS, max_examples=max(EXAMPLES, 30))
+@given(strategies.messages("FetchRequest", 12, max_array_size=2))
+def test_unknown_tags_never_reuse_a_tag_the_struct_has_at_other_versions(msg: Message) -> None:
+    """FetchRequest v12 has ClusterId (tag 0) but not ReplicaState (tag 1, v15+), and its FetchPartition
+    has no ReplicaDirectoryId (tag 0, v17+): Kafka's readers refuse those tags at v12 ("Tag 1 is not
+    valid for version 12"), so they are not unknown tags a valid message can carry."""
+    assert not _tags(msg) & {0, 1}
+    for topic in msg.topics:
+        for partition in topic.partitions:
+            assert 0 not in _tags(partition)

@@ -138,7 +138,18 @@ def test_nullable_int_and_misc_rules() -> None:
     s["fields"].append(copy.deepcopy(s["fields"][1]) | {"tag": 5})
     check(s, "duplicate field name 'ClusterId'")
     check(spec(flexibleVersions="1-2"), "must be open-ended")
-    check(spec(validVersions="none"), "must not be 'none'")
+    check(spec(validVersions="none"), "'none' \\(a removed message\\) has no fields")
+
+
+def test_a_removed_message_has_no_versions_and_is_left_to_older_sets() -> None:
+    """Kafka 4.x keeps the specs of the APIs 4.0 removed with ``validVersions: none`` and no fields."""
+    removed = MessageSpec.from_json({"apiKey": 4, "type": "request", "name": "LeaderAndIsrRequest",
+                                     "validVersions": "none"}, "x")
+    assert removed.removed and list(removed.valid_versions) == [] and removed.root.fields == ()
+    messages, _ = merged_messages(ROOT / "schemas")
+    leader_and_isr = {m.name: m for m in messages}["LeaderAndIsrRequest"]
+    assert leader_and_isr.versions == Versions(0, 7)
+    assert [s.source for s in leader_and_isr.specs] == ["3.9.0"]  # 4.4.0's removed spec takes no part
 
 
 def test_string_tags_and_missing_versions_fall_back_to_tagged_versions() -> None:
@@ -179,12 +190,22 @@ def test_real_schemas_merge_and_cover_the_4x_versions() -> None:
     by_name = {m.name: m for m in messages}
     assert by_name["FetchRequest"].versions == Versions(0, 18)
     assert by_name["ProduceRequest"].versions == Versions(0, 14)  # v14: the KIP-359 proposal set
-    assert by_name["ProduceRequest"].owner(13).source == "4.x-clients"
+    assert by_name["ProduceRequest"].owner(13).source == "4.4.0"
     assert by_name["ProduceRequest"].owner(14).source == "kip-359-proposal"
     assert by_name["MetadataResponse"].versions == Versions(0, 13)
     assert by_name["StopReplicaRequest"].versions == Versions(0, 4)
     assert by_name["FetchRequest"].owner(3).source == "3.9.0"
-    assert by_name["FetchRequest"].owner(4).source == "4.x-clients"
+    assert by_name["FetchRequest"].owner(4).source == "4.4.0"
+    # the APIs and versions only 4.x releases define
+    assert by_name["ShareFetchRequest"].versions == Versions(0, 2)
+    assert by_name["ShareFetchRequest"].owner(0).source == "3.9.0"  # 3.9.0's unreleased v0
+    assert by_name["ShareFetchRequest"].owner(1).source == "4.4.0"
+    assert by_name["ConsumerGroupHeartbeatRequest"].versions == Versions(0, 1)
+    assert by_name["VoteRequest"].versions == Versions(0, 2)
+    assert by_name["ApiVersionsRequest"].versions == Versions(0, 5)
+    assert by_name["StreamsGroupHeartbeatRequest"].versions == Versions(0, 1)
+    assert by_name["DeleteShareGroupOffsetsResponse"].versions == Versions(0, 0)
+    assert "ListConfigResourcesRequest" in by_name and "ListClientMetricsResourcesRequest" in by_name
 
 
 def test_generation_is_deterministic(tmp_path: Path) -> None:
@@ -202,9 +223,13 @@ def test_generation_is_deterministic(tmp_path: Path) -> None:
 
 def test_sets_json_records_provenance() -> None:
     sets = json.loads((ROOT / "schemas" / "sets.json").read_text())
-    assert [s["name"] for s in sets] == ["3.9.0", "4.x-clients", "kip-359-proposal"]
+    assert [s["name"] for s in sets] == ["3.9.0", "4.4.0", "kip-359-proposal"]
     imported = [s for s in sets if "proposal" not in s]
     assert all(s["source"] and s["sha256"] for s in imported)
+    for s in imported:  # each from the kafka-clients jar of its Apache Kafka release
+        assert s["release"] == f"org.apache.kafka:kafka-clients:{s['name']}"
+        assert s["imported_from"] == f"maven:{s['release']}" and s["kafka_version"] == s["name"]
+        assert len(s["jar_sha256"]) == 64 and s["commit"] and s["files"] == len(s["sha256"])
     assert [s["proposal"] for s in sets if "proposal" in s] == ["KIP-359"]
 
 

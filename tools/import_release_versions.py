@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Write ``src/kcodec/data/release_api_versions.json``: each Apache Kafka release's API version ranges.
 
-Facts come from ``../shared/kafka-specs/release-api-versions.json`` (every request API's
-``validVersions`` for the last patch of each minor release 2.2 … 3.9) plus a ``4.x-clients`` entry
-derived from the ``validVersions`` of the request specs in ``schemas/4.x-clients`` (client-facing APIs
-only, so it is marked ``"partial": true``: a 4.x broker also advertises APIs missing from it).
+For the last patch of every minor release since the specs became JSON (2.2), the facts come from the
+release's ``kafka-clients`` jar (its ``common/message/*Request.json`` resources, see
+``tools/kafka_jars.py``): per request API its ``validVersions``, ``listeners`` and
+``latestVersionUnstable``. A release whose facts equal those of the release before it in
+:data:`RELEASES` (a patch release that changed no API) is left out: a broker could not tell them apart.
 
 Usage (paths relative to the repository root)::
 
@@ -20,64 +21,75 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from kafka_jars import JarError, SpecJar, clients, fetch, read_jar
+from kafka_spec_json import SpecError, load_kafka_json
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_SOURCE = "../shared/kafka-specs/release-api-versions.json"
-DEFAULT_4X = "schemas/4.x-clients"
 DEFAULT_OUT = "src/kcodec/data/release_api_versions.json"
-LABEL_4X = "4.x-clients"
+
+#: the last patch release of each minor release 2.2 … 4.4 (3.9.0 and 3.9.2 both: kcodec's 3.x spec
+#: set is 3.9.0's), oldest first
+RELEASES: tuple[str, ...] = (
+    "2.2.2", "2.3.1", "2.4.1", "2.5.1", "2.6.3", "2.7.2", "2.8.2",
+    "3.0.2", "3.1.2", "3.2.3", "3.3.2", "3.4.1", "3.5.2", "3.6.2", "3.7.1", "3.8.0", "3.9.0", "3.9.2",
+    "4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0",
+)
 
 
-def _resolve(path: str) -> Path:
-    p = Path(path)
-    return p if p.is_absolute() else (REPO_ROOT / p).resolve()
-
-
-def _range(valid: str) -> tuple[int, int]:
-    lo, sep, hi = valid.partition("-")
+def _range(valid: str) -> tuple[int, int] | None:
+    text = valid.strip()
+    if text == "none":
+        return None
+    lo, sep, hi = text.partition("-")
     if not sep:
-        return int(valid.rstrip("+")), int(valid.rstrip("+"))
+        return int(text.rstrip("+")), int(text.rstrip("+"))
     return int(lo), int(hi)
 
 
-def _api_entry(name: str, lo: int, hi: int, listeners: Any, unstable: bool) -> dict[str, Any]:
-    return {"name": name, "min": lo, "max": hi, "listeners": listeners, "latest_version_unstable": unstable}
-
-
-def build(source: Path, specs_4x: Path) -> dict[str, Any]:
-    raw = json.loads(source.read_text(encoding="utf-8"))
-    releases: dict[str, Any] = {}
-    for release, data in raw["releases"].items():
-        apis = {
-            str(int(key)): _api_entry(
-                a["name"], int(a["min"]), int(a["max"]), a.get("listeners"),
-                bool(a.get("latestVersionUnstable")),
-            )
-            for key, a in sorted(data["apis"].items(), key=lambda kv: int(kv[0]))
-        }
-        releases[release] = {"git_tag": data.get("git_tag", release), "partial": False, "apis": apis}
-    apis_4x: dict[int, dict[str, Any]] = {}
-    for spec in sorted(specs_4x.glob("*Request.json")):
-        doc = json.loads(spec.read_text(encoding="utf-8"))
+def release_apis(jar: SpecJar) -> dict[str, dict[str, Any]]:
+    """``{api_key: {name, min, max, listeners, latest_version_unstable}}`` of a release's request specs
+    (an API the release removed, ``validVersions: none``, is not listed)."""
+    apis: dict[int, dict[str, Any]] = {}
+    for file_name, data in sorted(jar.specs.items()):
+        if not file_name.endswith("Request.json"):
+            continue
+        doc = load_kafka_json(data.decode("utf-8"), source=file_name, warn=lambda _msg: None)
         if doc.get("type") != "request" or "apiKey" not in doc:
             continue
-        lo, hi = _range(doc["validVersions"])
-        name = doc["name"].removesuffix("Request")
-        apis_4x[int(doc["apiKey"])] = _api_entry(
-            name, lo, hi, doc.get("listeners"), bool(doc.get("latestVersionUnstable"))
-        )
-    releases[LABEL_4X] = {
-        "git_tag": None,
-        "partial": True,
-        "apis": {str(k): v for k, v in sorted(apis_4x.items())},
-    }
+        span = _range(str(doc.get("validVersions", "none")))
+        if span is None:
+            continue
+        apis[int(doc["apiKey"])] = {
+            "name": str(doc["name"]).removesuffix("Request"),
+            "min": span[0],
+            "max": span[1],
+            "listeners": doc.get("listeners"),
+            "latest_version_unstable": bool(doc.get("latestVersionUnstable")),
+        }
+    return {str(k): v for k, v in sorted(apis.items())}
+
+
+def build(releases: tuple[str, ...] = RELEASES) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    previous: dict[str, Any] | None = None
+    for release in releases:
+        coords = clients(release)
+        jar = read_jar(fetch(coords), coords)
+        apis = release_apis(jar)
+        if apis == previous:
+            continue
+        previous = apis
+        out[release] = {"jar": str(coords), "jar_sha256": jar.sha256, "apis": apis}
     return {
-        "source": raw.get("source", ""),
-        "note": (
-            f"{LABEL_4X}: validVersions of the client-facing request specs in schemas/{LABEL_4X} "
-            "(Apache Kafka 4.x as bundled by kafka-python 3.0.12); partial: other APIs a 4.x broker "
-            "advertises are not listed"
+        "source": (
+            "each release's kafka-clients jar (common/message/*Request.json): validVersions, listeners "
+            "and latestVersionUnstable of every request API; the last patch of each minor release since "
+            "2.2 (before 2.2 the specs were not JSON); a patch release with the same facts as the release "
+            "listed before it is left out"
         ),
-        "releases": releases,
+        "releases": out,
     }
 
 
@@ -87,13 +99,15 @@ def render(data: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--source", default=DEFAULT_SOURCE)
-    ap.add_argument("--specs-4x", default=DEFAULT_4X)
     ap.add_argument("--out", default=DEFAULT_OUT)
     ap.add_argument("--check", action="store_true", help="exit 1 if the output would change")
     args = ap.parse_args(argv)
-    text = render(build(_resolve(args.source), _resolve(args.specs_4x)))
-    out = _resolve(args.out)
+    try:
+        text = render(build())
+    except (JarError, SpecError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out) if Path(args.out).is_absolute() else REPO_ROOT / args.out
     if args.check:
         current = out.read_text(encoding="utf-8") if out.exists() else ""
         if current != text:

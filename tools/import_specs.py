@@ -24,12 +24,19 @@ Values are copied verbatim: hex defaults (``"0x7fffffff"``), base64 uuid
 defaults and ``"flexibleVersions": "none"`` stay the strings they are; the code
 generator interprets them.
 
+A set's source is a folder of ``*.json`` specs, a jar holding them as ``common/message/*.json``
+resources (Apache Kafka's ``kafka-clients`` jar does), or the Maven coordinates of such a jar
+(``maven:org.apache.kafka:kafka-clients:4.4.0``, read from the local Maven repository and fetched
+with Maven when missing, see ``tools/kafka_jars.py``). For a jar, ``sets.json`` records the release
+it came from: its coordinates, the jar's sha256 and the Kafka version and commit the jar names.
+
 Usage (all relative paths are resolved against the repository root, so the
 script works from any working directory)::
 
+    python tools/import_specs.py           # the default sets (DEFAULT_SETS), into schemas/
     python tools/import_specs.py \\
-        --set 3.9.0=../shared/kafka-specs/3.9.0 \\
-        --set 4.x-clients=../shared/kafka-specs/4.x-clients \\
+        --set 3.9.0=maven:org.apache.kafka:kafka-clients:3.9.0 \\
+        --set 4.4.0=maven:org.apache.kafka:kafka-clients:4.4.0 \\
         --out schemas
     python tools/import_specs.py --check   # CI: exit 1 if schemas/ would change
 """
@@ -49,6 +56,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from kafka_jars import CLIENTS, MAVEN_PREFIX, JarError, is_jar_source, open_source
 from kafka_spec_json import SpecError, Warn, load_kafka_json, print_warning, strip_comments
 
 __all__ = ["SpecError", "Warn", "load_kafka_json", "strip_comments"]
@@ -58,17 +66,16 @@ REPO_ROOT = Path(os.path.abspath(__file__)).parent.parent
 
 DEFAULT_OUT = "schemas"
 DEFAULT_SETS: tuple[tuple[str, str], ...] = (
-    ("3.9.0", "../shared/kafka-specs/3.9.0"),
-    ("4.x-clients", "../shared/kafka-specs/4.x-clients"),
+    ("3.9.0", f"{MAVEN_PREFIX}{CLIENTS}:3.9.0"),
+    ("4.4.0", f"{MAVEN_PREFIX}{CLIENTS}:4.4.0"),
 )
-"""Default ``--set`` arguments, oldest (lowest priority) first."""
+"""Default ``--set`` arguments, oldest (lowest priority) first: Apache Kafka 3.9.0 (the last release
+with the versions 4.0 removed) and the newest release; see ``tests/test_release_specs.py`` for the
+check that every released version of every 3.9.x and 4.x release is defined by them."""
 
 KNOWN_SOURCES: dict[str, str] = {
-    "3.9.0": "Apache Kafka clients/src/main/resources/common/message at tag 3.9.0-rc3",
-    "4.x-clients": (
-        "Apache Kafka 4.x specs as bundled in the kafka-python 3.0.12 wheel"
-        " (kafka/protocol/schemas/resources/)"
-    ),
+    "3.9.0": "Apache Kafka 3.9.0: the message specs of its kafka-clients jar",
+    "4.4.0": "Apache Kafka 4.4.0: the message specs of its kafka-clients jar",
 }
 """Provenance text for the well-known sets (override with ``--source``)."""
 
@@ -217,16 +224,45 @@ def render_json(obj: Any) -> bytes:
 
 @dataclass(frozen=True)
 class SpecSet:
-    """One input set: its name (= output directory) and source directory."""
+    """One input set: its name (= output directory), where it comes from and its provenance text.
+
+    ``location`` is the folder of ``*.json`` specs, or ``None`` when ``jar`` (a ``maven:G:A:V``
+    source or a jar path, see ``tools/kafka_jars.py``) names the jar holding them.
+    """
 
     name: str
-    directory: Path
+    directory: Path | None
     source: str
+    jar: str | None = None
 
 
 def _display_path(path: Path, root: Path) -> str:
     """Return ``path`` relative to ``root`` (POSIX separators) for provenance."""
     return Path(os.path.relpath(path, root)).as_posix()
+
+
+def _read_inputs(spec_set: SpecSet, root: Path) -> tuple[dict[str, bytes], dict[str, Any]]:
+    """The set's raw spec files (file name -> bytes) and the provenance of where they came from."""
+    if spec_set.jar is not None:
+        try:
+            jar = open_source(spec_set.jar, root)
+        except JarError as exc:
+            raise SpecError(f"set {spec_set.name}: {exc}") from None
+        origin: dict[str, Any] = {}
+        if jar.coordinates is not None:
+            origin["release"] = str(jar.coordinates)
+            origin["imported_from"] = f"{MAVEN_PREFIX}{jar.coordinates}"
+        else:
+            origin["imported_from"] = _display_path(jar.path, root)
+        origin.update(jar_sha256=jar.sha256, kafka_version=jar.kafka_version, commit=jar.commit)
+        return jar.specs, origin
+    directory = spec_set.directory
+    if directory is None or not directory.is_dir():
+        raise SpecError(f"set {spec_set.name}: {directory} is not a directory")
+    inputs = sorted(p for p in directory.glob("*.json") if p.is_file())
+    if not inputs:
+        raise SpecError(f"set {spec_set.name}: no *.json files in {directory}")
+    return {p.name: p.read_bytes() for p in inputs}, {"imported_from": _display_path(directory, root)}
 
 
 def plan_set(spec_set: SpecSet, root: Path, warn: Warn) -> tuple[dict[str, bytes], dict[str, Any]]:
@@ -238,32 +274,28 @@ def plan_set(spec_set: SpecSet, root: Path, warn: Warn) -> tuple[dict[str, bytes
         ``sets.json`` entry.
 
     Raises:
-        SpecError: if the directory is missing/empty or a spec is invalid.
+        SpecError: if the source is missing/empty or a spec is invalid.
     """
-    if not spec_set.directory.is_dir():
-        raise SpecError(f"set {spec_set.name}: {spec_set.directory} is not a directory")
-    inputs = sorted(p for p in spec_set.directory.glob("*.json") if p.is_file())
-    if not inputs:
-        raise SpecError(f"set {spec_set.name}: no *.json files in {spec_set.directory}")
+    inputs, origin = _read_inputs(spec_set, root)
     files: dict[str, bytes] = {}
     digests: dict[str, str] = {}
-    for path in inputs:
-        data = path.read_bytes()
-        source = f"{spec_set.name}/{path.name}"
+    for file_name, data in sorted(inputs.items()):
+        source = f"{spec_set.name}/{file_name}"
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise SpecError(f"{source}: not UTF-8: {exc}") from None
         message = normalise_message(load_kafka_json(text, source=source, warn=warn), source=source, warn=warn)
-        if message["name"] != path.stem:
+        if message["name"] != Path(file_name).stem:
             warn(f"{source}: message name {message['name']!r} differs from the file name")
-        files[path.name] = render_json(message)
-        digests[path.name] = hashlib.sha256(data).hexdigest()
+        files[file_name] = render_json(message)
+        digests[file_name] = hashlib.sha256(data).hexdigest()
     provenance: dict[str, Any] = {
         "name": spec_set.name,
         "dir": spec_set.name,
         "source": spec_set.source,
-        "imported_from": _display_path(spec_set.directory, root),
+        **{k: v for k, v in origin.items() if k in ("release", "imported_from")},
+        **{k: v for k, v in origin.items() if k not in ("release", "imported_from") and v is not None},
         "files": len(files),
         "sha256": digests,
     }
@@ -397,7 +429,7 @@ def parse_sets(
         sources[name] = text
     result: list[SpecSet] = []
     seen: set[str] = set()
-    for name, directory in pairs:
+    for name, directory in pairs:  # a folder, a jar path or maven:GROUP:ARTIFACT:VERSION
         if not _SET_NAME_RE.fullmatch(name) or name in (".", ".."):
             raise SpecError(f"invalid set name {name!r}")
         if name == Path(SETS_FILE).stem or name in seen:
@@ -407,7 +439,10 @@ def parse_sets(
         if source is None:
             source = f"unspecified (imported from {directory})"
             warn(f"no --source given for set {name!r}; recording {source!r}")
-        result.append(SpecSet(name=name, directory=_resolve(directory, root), source=source))
+        if is_jar_source(directory):
+            result.append(SpecSet(name=name, directory=None, source=source, jar=directory))
+        else:
+            result.append(SpecSet(name=name, directory=_resolve(directory, root), source=source))
     return result
 
 
@@ -421,8 +456,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--set",
         dest="sets",
         action="append",
-        metavar="NAME=DIR",
-        help="an input set, repeatable, oldest (lowest priority) first; default: "
+        metavar="NAME=SOURCE",
+        help="an input set (a folder, a .jar or maven:GROUP:ARTIFACT:VERSION), repeatable, "
+        "oldest (lowest priority) first; default: "
         + " ".join(f"{n}={d}" for n, d in DEFAULT_SETS),
     )
     parser.add_argument(

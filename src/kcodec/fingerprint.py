@@ -1,17 +1,17 @@
 """Which Apache Kafka releases are consistent with an ApiVersions response.
 
-The facts (``kcodec/data/release_api_versions.json``, written by ``tools/import_release_versions.py``)
-are each release's ``validVersions`` per request API: the last patch of every minor release 2.2 … 3.9,
-plus ``4.x-clients`` (the client-facing APIs of Kafka 4.x only, marked partial).
+The facts (``kcodec/data/release_api_versions.json``, written by ``tools/import_release_versions.py``
+from each release's ``kafka-clients`` jar) are each release's ``validVersions`` per request API: the
+last patch of every minor release 2.2 … 4.4 (and 3.9.0 beside 3.9.2).
 
 A release is consistent with a broker when
 
 * every API both know has exactly the release's range (a ``latestVersionUnstable`` API may also stop
   one version lower: brokers hide unstable versions by default);
-* the broker advertises no API the release does not know (tolerated for partial releases, whose lists
-  are incomplete);
-* the broker does not omit a client-facing API the release has (brokers legitimately omit
-  controller-only or ZooKeeper/KRaft-mode-specific APIs, so only the client-facing set is required).
+* the broker advertises no API the release does not know;
+* the broker does not omit a core API: one every listed release has and the newest release serves on
+  its broker listener (brokers legitimately omit controller-only, ZooKeeper/KRaft-mode-specific and
+  feature-gated APIs, so only the core set is required).
 
 Anything else is reported per release as mismatched / extra / missing keys; a broker consistent with no
 release is another implementation, a patched or unusually configured broker, or a newer release.
@@ -26,10 +26,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["ReleaseMatch", "fingerprint", "known_releases", "release_ranges"]
+__all__ = ["ReleaseMatch", "core_apis", "fingerprint", "known_releases", "release_ranges"]
 
 DATA_FILE = "release_api_versions.json"
-CLIENT_FACING_RELEASE = "4.x-clients"
 
 
 @cache
@@ -40,7 +39,7 @@ def _data() -> dict[str, Any]:
 
 
 def known_releases() -> list[str]:
-    """Release labels, oldest first (``"2.2.2"`` … ``"3.9.0"``, ``"4.x-clients"``)."""
+    """Release labels, oldest first (``"2.2.2"`` … ``"3.9.0"``, ``"3.9.2"``, ``"4.0.2"`` … ``"4.4.0"``)."""
     return list(_data()["releases"])
 
 
@@ -51,8 +50,13 @@ def release_ranges(release: str) -> dict[int, tuple[int, int]]:
 
 
 @cache
-def _client_facing() -> frozenset[int]:
-    return frozenset(release_ranges(CLIENT_FACING_RELEASE))
+def core_apis() -> frozenset[int]:
+    """The API keys a broker of any listed release must advertise: those every release has and the
+    newest release serves on its broker listener."""
+    releases = list(_data()["releases"].values())
+    common = set.intersection(*(set(r["apis"]) for r in releases))
+    newest = releases[-1]["apis"]
+    return frozenset(int(k) for k in common if "broker" in (newest[k].get("listeners") or ["broker"]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,23 +64,21 @@ class ReleaseMatch:
     """How one release compares with the broker's ranges."""
 
     release: str
-    partial: bool
     mismatched: tuple[tuple[int, tuple[int, int], tuple[int, int]], ...]  # (key, broker, release)
     extra: tuple[int, ...]  # advertised by the broker, unknown to the release
     missing: tuple[int, ...]  # client-facing APIs of the release the broker does not advertise
 
     @property
     def consistent(self) -> bool:
-        return not self.mismatched and not self.missing and (self.partial or not self.extra)
+        return not self.mismatched and not self.missing and not self.extra
 
     @property
     def differences(self) -> int:
-        return len(self.mismatched) + len(self.missing) + (0 if self.partial else len(self.extra))
+        return len(self.mismatched) + len(self.missing) + len(self.extra)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "release": self.release,
-            "partial": self.partial,
             "consistent": self.consistent,
             "mismatched": [
                 {"api_key": k, "broker": list(b), "release": list(r)} for k, b, r in self.mismatched
@@ -88,7 +90,6 @@ class ReleaseMatch:
 
 def _match(release: str, broker: Mapping[int, tuple[int, int]]) -> ReleaseMatch:
     entry = _data()["releases"][release]
-    partial = bool(entry.get("partial"))
     mismatched: list[tuple[int, tuple[int, int], tuple[int, int]]] = []
     known: dict[int, tuple[int, int]] = {}
     for key_text, a in entry["apis"].items():
@@ -101,9 +102,8 @@ def _match(release: str, broker: Mapping[int, tuple[int, int]]) -> ReleaseMatch:
         if not ok:
             mismatched.append((key, (int(got[0]), int(got[1])), (lo, hi)))
     extra = tuple(sorted(k for k in broker if k not in known))
-    required = known.keys() if partial else known.keys() & _client_facing()
-    missing = tuple(sorted(k for k in required if k not in broker))
-    return ReleaseMatch(release, partial, tuple(mismatched), extra, missing)
+    missing = tuple(sorted(k for k in known.keys() & core_apis() if k not in broker))
+    return ReleaseMatch(release, tuple(mismatched), extra, missing)
 
 
 def fingerprint(broker_ranges: Mapping[int, tuple[int, int]]) -> dict[str, Any]:

@@ -9,8 +9,10 @@ The strategies are driven by each message's runtime description (``kcodec.schema
 - strings are unicode including astral characters (never lone surrogates), at most 32767 UTF-8 bytes
   (Kafka's limit for every string); integers cover each type's full range; floats are finite
   (including ``-0.0``); uuids are ``kcodec.model.Uuid``; ``records`` are arbitrary bytes;
-- flexible structs sometimes carry ``unknown_tagged_fields`` whose tags no known tagged field uses at
-  that version, in ascending tag order (the order the wire format requires).
+- flexible structs sometimes carry ``unknown_tagged_fields`` whose tags no tagged field of the struct
+  uses at any version, in ascending tag order (the order the wire format requires). Kafka's generated
+  readers refuse a tag that the struct defines for other versions ("Tag 1 is not valid for version
+  12"), so such a tag is never drawn as an unknown one.
 
 Hypothesis is an optional dependency (the ``test`` extra): it is imported here only, and
 ``import kcodec`` does not import this module.
@@ -198,6 +200,13 @@ def _unknown_tags(known: frozenset[int], limits: _Limits) -> st.SearchStrategy[l
     ).map(lambda fields: sorted(fields, key=lambda t: t[0]))
 
 
+def _reserved_tags(info: MessageInfo, struct: str) -> frozenset[int]:
+    """The tags of every tagged field ``struct`` has, at any version, in any spec set."""
+    return frozenset(
+        f.tag for fields in info.structs[struct].by_set.values() for f in fields if f.tag is not None
+    )
+
+
 _building: set[tuple[str, str, int, _Limits]] = set()
 
 
@@ -213,18 +222,15 @@ def _struct_strategy(message: str, struct: str, version: int, limits: _Limits) -
         cls: Callable[..., Any] = info.structs[struct].cls
         required: dict[str, st.SearchStrategy[Any]] = {}
         optional: dict[str, st.SearchStrategy[Any]] = {}
-        known_tags: set[int] = set()
         for f in info.fields_at(struct, version):
             strategy = _field_strategy(message, info, f, version, limits)
             if f.is_tagged(version) and info.is_flexible(version):
                 # Left out of the kwargs: the class default, which is not written on the wire.
                 optional[f.attr] = strategy
-                if f.tag is not None:
-                    known_tags.add(f.tag)
             else:
                 required[f.attr] = strategy
         if limits.unknown and info.is_flexible(version):
-            optional["unknown_tagged_fields"] = _unknown_tags(frozenset(known_tags), limits)
+            optional["unknown_tagged_fields"] = _unknown_tags(_reserved_tags(info, struct), limits)
         kwargs = st.fixed_dictionaries(required, optional=optional)
         return kwargs.map(lambda kw: cls(**kw))
     finally:

@@ -17,7 +17,7 @@ def apis_command(as_json: bool) -> None:
     Versions in the "proposals" column come from a proposal spec set (not an Apache Kafka spec, e.g.
     kcodec's KIP-359 Produce v14); negotiation never picks them unless asked to (--proposals).
     """
-    from kcodec.coverage import gaps_reason, version_gaps
+    from kcodec.coverage import gaps_reason, release_span, version_gaps
     from kcodec.registry import apis
 
     gaps = version_gaps()
@@ -72,4 +72,10 @@ def apis_command(as_json: bool) -> None:
             table.add_row(str(g.api_key), g.api_name, "-", "", "", "", "", gap_cell, "")
     out = console()
     out.print(table)
-    out.print(f"missing: versions Kafka defines that kcodec has no codec for; {escape(gaps_reason())}.")
+    if gaps:
+        out.print(f"missing: {escape(gaps_reason())}.")
+    else:
+        out.print(
+            f"missing: none: kcodec has a codec for every version every Apache Kafka release "
+            f"({escape(release_span())}) ships"
+        )

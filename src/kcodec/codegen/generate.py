@@ -31,7 +31,8 @@ def merged_messages(schemas_dir: Path) -> tuple[list[MergedMessage], dict[str, s
             rel = spec_set.directory
         source_dirs[spec_set.name] = rel.as_posix()
         for spec in load_specs(spec_set):
-            by_name[spec.name].append(spec)
+            if not spec.removed:  # a removed message takes its versions from the older sets
+                by_name[spec.name].append(spec)
     return [merge_message(by_name[name]) for name in sorted(by_name)], source_dirs
 
 

@@ -65,8 +65,8 @@ class MessageSpec:
                 raise SpecError(where, str(e)) from None
 
         valid = versions("validVersions", None)
-        if valid.empty:
-            raise SpecError(where, "validVersions must not be 'none'")
+        if valid.empty and obj.get("fields"):
+            raise SpecError(where, "a spec with validVersions 'none' (a removed message) has no fields")
         flexible = versions("flexibleVersions", "none")
         if not flexible.empty and not flexible.open_ended:
             raise SpecError(where, f"flexibleVersions {flexible} must be open-ended ('N+') or 'none'")
@@ -76,7 +76,7 @@ class MessageSpec:
         listeners = obj.get("listeners", [])
         if not isinstance(listeners, list) or not all(isinstance(x, str) for x in listeners):
             raise SpecError(where, "listeners must be a list of strings")
-        raw_fields = obj.get("fields")
+        raw_fields = obj.get("fields", [] if valid.empty else None)
         if not isinstance(raw_fields, list):
             raise SpecError(where, "missing 'fields' list")
         fields = tuple(FieldSpec.from_json(f, f"{where}: {name}") for f in raw_fields)
@@ -129,6 +129,11 @@ class MessageSpec:
     def all_structs(self) -> Iterator[StructSpec]:
         yield self.root
         yield from self.structs
+
+    @property
+    def removed(self) -> bool:
+        """A release that removed the message keeps its spec with ``validVersions`` ``none``."""
+        return self.valid_versions.empty
 
     def is_flexible(self, version: int) -> bool:
         return version in self.flexible_versions
