@@ -28,7 +28,9 @@ from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.capture_view import summary_parts
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "samples" / "sample.pcap"
+# The sample as recorded against librdkafka's mock cluster (before samples/sample.pcap was re-recorded
+# against Apache Kafka): these tests count its frames and explain its off-spec replies.
+SAMPLE = ROOT / "tests" / "captures" / "mock_sample.pcap"
 QUIRKS = ROOT / "tests" / "captures" / "mock_quirks.pcap"
 
 

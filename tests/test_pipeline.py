@@ -348,7 +348,7 @@ def test_pipeline_cli_on_the_same_session(spark: Any, tmp_path: Path) -> None:
     assert result.output == ""
     result = CliRunner().invoke(main, ["pipeline", str(SAMPLE), "-o", str(out)])
     assert result.exit_code == 0, result.output
-    assert "71 frames (36 requests, 35 responses) on 5 connections" in result.output
+    assert "46 frames (24 requests, 22 responses) on 5 connections" in result.output
     assert f"tables written to {out}" in result.output
 
 

@@ -14,7 +14,7 @@ A fenced block of README.md is run when the line before it is a marker comment
 - ``pytest``: a test module, run by pytest in a folder of its own.
 
 ``kcodec`` and ``python`` in the blocks are this test run's interpreter. Every command is bounded by
-what it does (a capture of 71 frames, one broker, a handful of requests); the timeouts are only a
+what it does (a capture of 46 frames, one broker, a handful of requests); the timeouts are only a
 safety net.
 """
 
@@ -151,7 +151,10 @@ def test_setup_commands(user_env: dict[str, str]) -> None:
     assert second == "bash tools/test.sh"
     result = run_shell(steps[-1], user_env)
     assert_ok(result, steps[-1])
-    assert "71 frames (36 requests, 35 responses) on 5 connections" in result.stdout
+    # The sample is Apache Kafka 4.4.0's traffic: nothing off-spec, no error code, from the first row on.
+    summary = "46 frames (24 requests, 22 responses) on 5 connections; 0 undecodable; 0 non-conformant; "
+    assert summary + "0 stream issues" in result.stdout
+    assert re.search(r"\b[A-Z_]{4,} \(\d+\)", result.stdout) is None  # no error code by name
 
 
 @pytest.mark.parametrize("block", marked("run"), ids=lambda b: b.id)

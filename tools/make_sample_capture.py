@@ -1,33 +1,38 @@
-"""Make ``samples/sample.pcap``: real Kafka client traffic, recorded through a loopback proxy.
+"""Make ``samples/sample.pcap``: real Kafka client traffic to Apache Kafka 4.4.0, recorded through a
+loopback proxy.
 
 How the committed sample was made (maintainer script; it does not run in CI or the test suite):
 
-    pip install confluent-kafka dpkt        # confluent-kafka bundles librdkafka and its mock cluster
+    pip install confluent-kafka dpkt        # confluent-kafka bundles librdkafka
     python tools/make_sample_capture.py      # writes samples/sample.pcap (a few tens of KB)
     kcodec decode-capture samples/sample.pcap
 
-1. A librdkafka mock cluster with one broker is started in-process by a throw-away producer
-   (``Producer({"test.mock.num.brokers": 1})``); its address comes from ``list_topics().brokers``.
-   The mock broker is a real Kafka protocol implementation listening on 127.0.0.1 (an ephemeral port).
+Needs Java 17+ and Maven: Apache Kafka comes from Maven Central's jars, as the test suite runs it.
+
+1. An Apache Kafka 4.4.0 broker (one combined KRaft controller+broker node, ``KafkaCluster`` of
+   tests/apache_kafka_broker.py) is started on 127.0.0.1 with a free port. Before any client runs,
+   Kafka's kafka-topics creates the topic ``kcodec-sample`` and a FindCoordinator request (kcodec's
+   client, not recorded) waits until the group coordinator is up, so that the recorded clients see
+   no LEADER_NOT_AVAILABLE or COORDINATOR_NOT_AVAILABLE replies while Kafka creates its topics.
 2. A small recording TCP proxy listens on 127.0.0.1:9092 (or ``--port``) and forwards every byte to
-   the mock broker, frame by frame. It records each connection's two byte streams as the client sees
+   the broker, frame by frame. It records each connection's two byte streams as the client sees
    them, with capture times. The only bytes it changes: brokers advertise their own address in
    Metadata, FindCoordinator and DescribeCluster responses, so the proxy decodes those responses with
-   kcodec, puts its own host:port in place of the mock broker's, and re-encodes them (after checking
-   that kcodec re-encodes the untouched response byte for byte). Clients thus keep connecting through
+   kcodec, puts its own host:port in place of the broker's, and re-encodes them (after checking that
+   kcodec re-encodes the untouched response byte for byte). Clients thus keep connecting through
    the proxy.
 3. Real clients (confluent-kafka, i.e. librdkafka) run against the proxy: a producer sends a few
    records to ``kcodec-sample`` partition 0 in two batches (ApiVersions, Metadata, Produce); a
-   consumer in group ``kcodec-sample-group`` reads them back and commits (FindCoordinator, JoinGroup,
-   SyncGroup, OffsetFetch, ListOffsets, Fetch, OffsetCommit, Heartbeat, LeaveGroup).
-   (kafka-python 3.0.12 bootstraps from the mock broker only when pinned to ``api_version=(2, 3)``:
-   by default it asks for ApiVersions v4, which the mock answers in an off-spec layout that
-   kafka-python drops the connection on; tests/test_records_interop.py uses it that way.)
+   consumer in group ``kcodec-sample-group`` (the KIP-848 consumer group protocol,
+   ``group.protocol=consumer``) reads them back and commits (FindCoordinator, ConsumerGroupHeartbeat,
+   OffsetFetch, ListOffsets, Fetch, OffsetCommit).
 4. The recorded streams are written as a pcap with dpkt: synthesised Ethernet/IPv4/TCP headers,
    handshake (SYN, SYN-ACK, ACK), data segments of at most one loopback MSS with correct seq/ack
    numbers and pure ACKs, and FIN/ACK teardown, at the recorded times.
 
-Network use: loopback only. Every step has a deadline and every client, thread and socket is closed.
+``Proxy`` and ``write_pcap`` also serve tools/record_quirks_capture.py (librdkafka's mock cluster).
+Network use: loopback only. Every step has a deadline and every client, thread and socket is closed;
+the broker is stopped by pid.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TOPIC = "kcodec-sample"
 GROUP = "kcodec-sample-group"
 MSS = 65483  # Linux loopback MSS
+COORDINATOR_ATTEMPTS = 120
 REWRITE_KEYS = {3: "Metadata", 10: "FindCoordinator", 60: "DescribeCluster"}
 
 
@@ -168,7 +174,7 @@ class Proxy:
             if request is not None and request[0] in REWRITE_KEYS:
                 try:
                     frame = self._rewrite(frame, *request, corr)
-                except Exception as e:  # keep proxying; the sample would then show the mock's address
+                except Exception as e:  # keep proxying; the sample would then show the broker's address
                     self.warnings.append(f"cannot rewrite {REWRITE_KEYS[request[0]]} v{request[1]}: {e!r}")
             with self.lock:
                 rec.chunks.append((time.time(), "s2c", frame))
@@ -179,9 +185,9 @@ class Proxy:
         self._close(rec, client, upstream)
 
     def _rewrite(self, frame: bytes, key: int, version: int, corr: int) -> bytes:
-        """Advertise the proxy instead of the mock broker (kcodec decode -> edit -> encode)."""
+        """Advertise the proxy instead of the broker (kcodec decode -> edit -> encode)."""
         resp = decode_response(frame, key, version, strict=False)
-        # Bytes after the body (the mock broker writes some) are kept as they are.
+        # Bytes after the body (librdkafka's mock cluster writes some) are kept as they are.
         trailing = frame[resp.diagnostics[0].offset :] if resp.diagnostics else b""
         if trailing:
             print(f"note: {REWRITE_KEYS[key]} v{version}: {resp.diagnostics[0].reason}: {trailing.hex()}")
@@ -279,6 +285,7 @@ def run_clients(bootstrap: str, deadline: float) -> list[str]:
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
             "enable.partition.eof": False,
+            "group.protocol": "consumer",
             **quiet,
         }
     )
@@ -289,9 +296,10 @@ def run_clients(bootstrap: str, deadline: float) -> list[str]:
             msg = consumer.poll(0.5)
             if msg is None:
                 continue
-            if msg.error() is not None:
-                if msg.error().code() != KafkaError._PARTITION_EOF:
-                    log.append(f"consumer error: {msg.error()}")
+            error = msg.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    log.append(f"consumer error: {error}")
                 continue
             got.append(msg)
         log.append(f"consumed {len(got)} records: {[m.value() for m in got]}")
@@ -375,35 +383,45 @@ def write_pcap(path: Path, connections: list[Recorded], seed: int = 9092) -> int
     return len(packets)
 
 
+def prepare(kafka: Any, deadline: float) -> None:
+    """Create the topic and wait for the group coordinator, before anything is recorded."""
+    from kcodec.client import Connection
+    from kcodec.messages import FindCoordinatorRequest
+
+    kafka.create_topic(TOPIC, partitions=1)
+    for _ in range(COORDINATOR_ATTEMPTS):
+        with Connection(*kafka.address, timeout=10) as conn:
+            body: Any = conn.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[GROUP]), 4).body
+        if all(c.error_code == 0 for c in body.coordinators) or time.time() > deadline:
+            return
+        time.sleep(0.5)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--out", type=Path, default=ROOT / "samples" / "sample.pcap")
     parser.add_argument("--port", type=int, default=9092, help="proxy port (0: any free port)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="deadline for the whole session (s)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="deadline for the whole session (s)")
     args = parser.parse_args(argv)
 
-    from confluent_kafka import Producer
+    sys.path.insert(0, str(ROOT / "tests"))
+    from apache_kafka_broker import KafkaCluster
 
     deadline = time.time() + args.timeout
-    owner = Producer({"test.mock.num.brokers": 1, "log_level": 3})  # owns the mock cluster
     proxy: Proxy | None = None
-    try:
-        brokers = owner.list_topics(timeout=10).brokers
-        if len(brokers) != 1:
-            raise RuntimeError(f"expected one mock broker, got {brokers}")
-        (broker,) = brokers.values()
-        upstream = (broker.host, broker.port)
-        proxy = Proxy(("127.0.0.1", args.port), upstream)
-        proxy.start()
-        print(f"mock broker {upstream[0]}:{upstream[1]}, proxy {proxy.listen[0]}:{proxy.listen[1]}")
-        for line in run_clients(f"{proxy.listen[0]}:{proxy.listen[1]}", deadline):
-            print(line)
-        time.sleep(0.3)  # let the last responses and closes pass the proxy
-    finally:
-        if proxy is not None:
-            proxy.stop()
-        owner.flush(1)
-        del owner
+    with KafkaCluster("4.4") as kafka:
+        prepare(kafka, deadline)
+        try:
+            proxy = Proxy(("127.0.0.1", args.port), kafka.address)
+            proxy.start()
+            listen = f"{proxy.listen[0]}:{proxy.listen[1]}"
+            print(f"Apache Kafka {kafka.version} on {kafka.bootstrap}, proxy {listen}")
+            for line in run_clients(f"{proxy.listen[0]}:{proxy.listen[1]}", deadline):
+                print(line)
+            time.sleep(0.3)  # let the last responses and closes pass the proxy
+        finally:
+            if proxy is not None:
+                proxy.stop()
     for w in proxy.warnings:
         print("warning:", w, file=sys.stderr)
     conns = [c for c in proxy.connections if c.chunks]
