@@ -65,7 +65,7 @@ def _rdkafka_group(bootstrap: str) -> None:
         b.poll(0.05)
 
     _until(lambda: sorted((len(a.assignment()), len(b.assignment()))) == [2, 2], both, "a 2/2 split")
-    print("rd-group:", [(tp.partition) for tp in a.assignment()], [(tp.partition) for tp in b.assignment()])
+    print("rd-group:", *[sorted(tp.partition for tp in c.assignment()) for c in (a, b)])
     b.close()
     a.close()
 
@@ -85,7 +85,8 @@ def _python_group(bootstrap: str) -> None:
         b.poll(50)
 
     _until(lambda: sorted((len(a.assignment()), len(b.assignment()))) == [1, 1], both, "a 1/1 split")
-    print("py-group:", sorted(tp.partition for tp in a.assignment()), sorted(tp.partition for tp in b.assignment()))
+    split = [sorted(tp.partition for tp in c.assignment()) for c in (a, b)]
+    print("py-group:", *split)
     b.close()
     a.close()
 

@@ -190,7 +190,7 @@ class GroupTracker:
         notes: list[str] = []
         member = _s(getattr(body, "member_id", None))
         ptype = None
-        if key == _JOIN or key == _SYNC:
+        if key in (_JOIN, _SYNC):
             group = groups[0] if groups else None
             ptype = self._type_of(group, getattr(body, "protocol_type", None))
             if ptype == CONSUMER and key == _JOIN:
@@ -216,10 +216,12 @@ class GroupTracker:
         if body is None:
             return groups, [], []
         if key == _DESCRIBE_GROUPS and not groups:
-            groups = tuple(g.group_id for g in getattr(body, "groups", None) or () if isinstance(g.group_id, str))
+            groups = tuple(
+                g.group_id for g in getattr(body, "groups", None) or () if isinstance(g.group_id, str)
+            )
         embedded: list[EmbeddedValue] = []
         notes: list[str] = []
-        if key == _JOIN or key == _SYNC:
+        if key in (_JOIN, _SYNC):
             group = groups[0] if groups else None
             stated = getattr(body, "protocol_type", None)
             ptype = self._type_of(group, stated) if stated else (asked.protocol_type if asked else None)
