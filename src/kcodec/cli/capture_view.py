@@ -209,8 +209,10 @@ def digest(frame: CapturedFrame, facts: Facts | None, pending: bool = False) -> 
         error.append(("error", f"{type(frame.error).__name__}: {frame.error}"))
     notes: list[Part] = []
     if frame.diagnostics:
+        from kcodec.quirks import short_note  # (a known peer deviation: its short name; -V has it all)
+
         notes = [
-            ("note", f"[{d}]")
+            ("note", f"[{short_note(d)}]")
             for d in frame.diagnostics
             if frame.error is None or not d.endswith(str(frame.error))
         ]
