@@ -34,6 +34,7 @@ __all__ = [
     "GroupTracker",
     "assignment_of",
     "decode_embedded",
+    "embedded_topics",
     "subscription_of",
 ]
 
@@ -121,6 +122,21 @@ def assignment_of(value: Message) -> list[tuple[str, list[int]]]:
         (str(tp.topic), sorted(int(p) for p in tp.partitions or ()))
         for tp in getattr(value, "assigned_partitions", None) or ()
     ]
+
+
+def embedded_topics(embedded: tuple[EmbeddedValue, ...]) -> list[tuple[str, list[str]]]:
+    """``(group, topics)`` the embedded values of a frame name (subscribed or assigned)."""
+    out: dict[str, list[str]] = {}
+    for e in embedded:
+        if e.group is None:
+            continue
+        if e.type == _ASSIGNMENT:
+            topics = [t for t, _ in assignment_of(e.value)]
+        else:
+            topics = subscription_of(e.value)
+        have = out.setdefault(e.group, [])
+        have += [t for t in topics if t not in have]
+    return list(out.items())
 
 
 @dataclass(frozen=True, slots=True)

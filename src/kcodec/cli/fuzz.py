@@ -70,32 +70,83 @@ def fuzz_command() -> None:
 
 @fuzz_command.command("run", context_settings=CONTEXT_SETTINGS)
 @click.argument("target")
-@click.option("--duration", type=click.FloatRange(min=0.1, max=7 * 86400), default=60.0, show_default=True,
-              help="Stop after this many seconds.")
-@click.option("--iterations", type=click.IntRange(min=1), default=10_000, show_default=True,
-              help="Stop after this many requests.")
-@click.option("--rate", type=click.FloatRange(min=0.1, max=100_000), default=200.0, show_default=True,
-              help="At most this many requests per second.")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Seed: the same seed sends the same requests.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Folder for the finding files (one JSON file per kind and API).")
-@click.option("--api", "api_names", multiple=True, metavar="API[=MIN-MAX]",
-              help="Fuzz only these APIs (names or keys; repeatable or comma-separated).")
-@click.option("--timeout", type=click.FloatRange(min=0.05, max=600), default=2.0, show_default=True,
-              help="Seconds to wait for each reply.")
+@click.option(
+    "--duration",
+    type=click.FloatRange(min=0.1, max=7 * 86400),
+    default=60.0,
+    show_default=True,
+    help="Stop after this many seconds.",
+)
+@click.option(
+    "--iterations",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="Stop after this many requests.",
+)
+@click.option(
+    "--rate",
+    type=click.FloatRange(min=0.1, max=100_000),
+    default=200.0,
+    show_default=True,
+    help="At most this many requests per second.",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed: the same seed sends the same requests."
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder for the finding files (one JSON file per kind and API).",
+)
+@click.option(
+    "--api",
+    "api_names",
+    multiple=True,
+    metavar="API[=MIN-MAX]",
+    help="Fuzz only these APIs (names or keys; repeatable or comma-separated).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.05, max=600),
+    default=2.0,
+    show_default=True,
+    help="Seconds to wait for each reply.",
+)
 @click.option("--connections", type=click.IntRange(1, 64), default=1, show_default=True)
-@click.option("--pipeline", type=click.IntRange(1, 256), default=1, show_default=True,
-              help="Requests sent back to back before their replies are read.")
-@click.option("--valid-rate", type=click.FloatRange(0, 1), default=0.2, show_default=True,
-              help="Share of requests sent unmutated.")
+@click.option(
+    "--pipeline",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Requests sent back to back before their replies are read.",
+)
+@click.option(
+    "--valid-rate",
+    type=click.FloatRange(0, 1),
+    default=0.2,
+    show_default=True,
+    help="Share of requests sent unmutated.",
+)
 @click.option("--no-minimize", is_flag=True, help="Keep findings' requests as they were sent.")
 @click.option("--allow-remote", is_flag=True, help="Allow a target that is not on loopback.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 def run_command(
-    target: str, duration: float, iterations: int, rate: float, seed: int, out: Path | None,
-    api_names: tuple[str, ...], timeout: float, connections: int, pipeline: int, valid_rate: float,
-    no_minimize: bool, allow_remote: bool, as_json: bool,
+    target: str,
+    duration: float,
+    iterations: int,
+    rate: float,
+    seed: int,
+    out: Path | None,
+    api_names: tuple[str, ...],
+    timeout: float,
+    connections: int,
+    pipeline: int,
+    valid_rate: float,
+    no_minimize: bool,
+    allow_remote: bool,
+    as_json: bool,
 ) -> None:
     """Fuzz the broker at TARGET (HOST:PORT)."""
     host, port = _target(target)
@@ -106,9 +157,20 @@ def run_command(
     from kcodec.fuzz.report import render_report, report_json
 
     config = FuzzConfig(
-        host, port, seed=seed, duration=duration, iterations=iterations, rate=rate, timeout=timeout,
-        apis=_apis(api_names), connections=connections, pipeline=pipeline, out=out,
-        minimize=not no_minimize, valid_rate=valid_rate, frame_rate=min(0.1, 1 - valid_rate),
+        host,
+        port,
+        seed=seed,
+        duration=duration,
+        iterations=iterations,
+        rate=rate,
+        timeout=timeout,
+        apis=_apis(api_names),
+        connections=connections,
+        pipeline=pipeline,
+        out=out,
+        minimize=not no_minimize,
+        valid_rate=valid_rate,
+        frame_rate=min(0.1, 1 - valid_rate),
         allow_remote=allow_remote,
     )
     try:
@@ -148,8 +210,14 @@ class _Progress:
             return None
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.bar = Progress(TextColumn("fuzzing"), BarColumn(), TimeElapsedColumn(),
-                            TextColumn("{task.fields[status]}"), console=console, transient=True)
+        self.bar = Progress(
+            TextColumn("fuzzing"),
+            BarColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[status]}"),
+            console=console,
+            transient=True,
+        )
         self.bar.start()
         self.task = self.bar.add_task("fuzz", total=self.duration, status="")
         return self.update
@@ -165,8 +233,13 @@ class _Progress:
 
 @fuzz_command.command("replay", context_settings=CONTEXT_SETTINGS)
 @click.argument("finding", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--target", "target", default=None, metavar="HOST:PORT",
-              help="Send it here instead of the finding's target.")
+@click.option(
+    "--target",
+    "target",
+    default=None,
+    metavar="HOST:PORT",
+    help="Send it here instead of the finding's target.",
+)
 @click.option("--timeout", type=click.FloatRange(min=0.05, max=600), default=2.0, show_default=True)
 @click.option("--allow-remote", is_flag=True, help="Allow a target that is not on loopback.")
 def replay_command(finding: Path, target: str | None, timeout: float, allow_remote: bool) -> None:
@@ -186,5 +259,3 @@ def replay_command(finding: Path, target: str | None, timeout: float, allow_remo
     result = replay(f, host, port, timeout)
     click.echo(result.text())
     raise SystemExit(0 if result.reproduced else 1)
-
-
