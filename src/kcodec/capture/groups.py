@@ -72,6 +72,7 @@ class EmbeddedValue:
     value: Message
     group: str | None = None
     member: str | None = None
+    generation: int | None = None  # (a SyncGroup's: the generation the assignment is for)
 
     @property
     def read_as(self) -> int:
@@ -130,10 +131,8 @@ def embedded_topics(embedded: tuple[EmbeddedValue, ...]) -> list[tuple[str, list
     for e in embedded:
         if e.group is None:
             continue
-        if e.type == _ASSIGNMENT:
-            topics = [t for t, _ in assignment_of(e.value)]
-        else:
-            topics = subscription_of(e.value)
+        assigned = e.type == _ASSIGNMENT
+        topics = [t for t, _ in assignment_of(e.value)] if assigned else subscription_of(e.value)
         have = out.setdefault(e.group, [])
         have += [t for t in topics if t not in have]
     return list(out.items())
@@ -146,6 +145,7 @@ class _Asked:
     groups: tuple[str, ...]
     member: str | None
     protocol_type: str | None
+    generation: int | None
 
 
 def _s(value: object) -> str | None:
@@ -216,10 +216,11 @@ class GroupTracker:
             elif ptype == CONSUMER:
                 for i, a in enumerate(body.assignments or ()):
                     self._embed(embedded, notes, _ASSIGNMENT, a.assignment, f"assignments[{i}].assignment",
-                                group, _s(a.member_id))  # fmt: skip
+                                group, _s(a.member_id), body.generation_id)  # fmt: skip
         if groups:
             waiting = self._waiting
-            waiting[correlation_id] = _Asked(groups, member, ptype)
+            generation = getattr(body, "generation_id", None) if key == _SYNC else None
+            waiting[correlation_id] = _Asked(groups, member, ptype, generation)
             if len(waiting) > _MAX_WAITING:
                 waiting.popitem(last=False)
         return groups, embedded, notes
@@ -247,7 +248,10 @@ class GroupTracker:
                                 group, _s(m.member_id))  # fmt: skip
             elif ptype == CONSUMER:
                 member = asked.member if asked is not None else None
-                self._embed(embedded, notes, _ASSIGNMENT, body.assignment, "assignment", group, member)
+                generation = asked.generation if asked is not None else None
+                self._embed(
+                    embedded, notes, _ASSIGNMENT, body.assignment, "assignment", group, member, generation
+                )
         return groups, embedded, notes
 
     @staticmethod
@@ -259,9 +263,10 @@ class GroupTracker:
         path: str,
         group: str | None,
         member: str | None,
+        generation: int | None = None,
     ) -> None:
         found, note = decode_embedded(name, data, path)
         if found is not None:
-            out.append(EmbeddedValue(path, name, found[0], found[1], group, member))
+            out.append(EmbeddedValue(path, name, found[0], found[1], group, member, generation))
         if note is not None:
             notes.append(note)
