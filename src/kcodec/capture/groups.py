@@ -157,11 +157,10 @@ def request_groups(key: int, version: int, body: Any) -> tuple[str, ...]:
     if key == _FIND_COORDINATOR:
         if getattr(body, "key_type", 0) != 0:
             return ()  # a transactional id (1) or another kind of key
-        keys = getattr(body, "coordinator_keys", None)
-        if keys is None:
+        if version < 4:
             key_value = _s(getattr(body, "key", None))
             return (key_value,) if key_value else ()
-        return tuple(k for k in keys if isinstance(k, str))
+        return tuple(k for k in getattr(body, "coordinator_keys", None) or () if isinstance(k, str))
     if key == _OFFSET_FETCH:
         groups = getattr(body, "groups", None)
         if groups is not None and version >= 8:
