@@ -48,6 +48,10 @@ def _until(done: Callable[[], bool], step: Callable[[], None], what: str) -> Non
         step()
 
 
+def _poll(consumer: Any, timeout: float) -> None:
+    consumer.poll(timeout)
+
+
 def _rdkafka_group(bootstrap: str) -> None:
     from confluent_kafka import Consumer
 
@@ -56,7 +60,7 @@ def _rdkafka_group(bootstrap: str) -> None:
             "heartbeat.interval.ms": 1000, **QUIET}  # fmt: skip
     a = Consumer({**conf, "client.id": "rd-a"})
     a.subscribe(["orders"])
-    _until(lambda: len(a.assignment()) == 4, lambda: a.poll(0.1) and None, "rd-a to hold 4 partitions")
+    _until(lambda: len(a.assignment()) == 4, lambda: _poll(a, 0.1), "rd-a to hold 4 partitions")
     b = Consumer({**conf, "client.id": "rd-b"})
     b.subscribe(["orders"])
 
@@ -77,7 +81,7 @@ def _python_group(bootstrap: str) -> None:
                             "auto_offset_reset": "earliest", "session_timeout_ms": 6000,
                             "heartbeat_interval_ms": 1000}  # fmt: skip
     a = KafkaConsumer("payments", client_id="py-a", **conf)
-    _until(lambda: len(a.assignment()) == 2, lambda: a.poll(100) and None, "py-a to hold 2 partitions")
+    _until(lambda: len(a.assignment()) == 2, lambda: _poll(a, 100), "py-a to hold 2 partitions")
     b = KafkaConsumer("payments", client_id="py-b", **conf)
 
     def both() -> None:

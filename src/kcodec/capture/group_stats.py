@@ -118,10 +118,11 @@ class GroupStats:
         if f.direction == "request":
             self._request(g, f, body)
         elif key == _JOIN and not getattr(body, "error_code", 0):
-            leader, protocol = getattr(body, "leader", None), getattr(body, "protocol_name", None)
-            g.generation(int(body.generation_id), str(leader or ""), str(protocol or ""))
-            if getattr(body, "protocol_type", None):
-                g.protocol_types.add(str(body.protocol_type))
+            joined: Any = body
+            leader, protocol = getattr(joined, "leader", None), getattr(joined, "protocol_name", None)
+            g.generation(int(joined.generation_id), str(leader or ""), str(protocol or ""))
+            if getattr(joined, "protocol_type", None):
+                g.protocol_types.add(str(joined.protocol_type))
         self._embedded(g, f)
 
     def _request(self, g: _Group, f: CapturedFrame, body: Any) -> None:
