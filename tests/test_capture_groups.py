@@ -272,6 +272,14 @@ def test_group_filter_keeps_the_groups_requests_and_their_responses(every: list[
     assert len(both) == len(kept) + len(frames("--group", "py-group"))
 
 
+def test_an_empty_group_is_a_usage_error() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "kcodec.cli", "decode-capture", str(GROUPS), "--group", ","],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and "names no group" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_topic_filter_keeps_the_frames_of_groups_that_use_the_topic(every: list[dict[str, Any]]) -> None:
     kept = frames("--topic", "orders")
     heartbeats = [f for f in kept if f["api_name"] == "Heartbeat"]
