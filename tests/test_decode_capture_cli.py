@@ -104,7 +104,9 @@ def test_filters() -> None:
     assert lines(run(str(SAMPLE), "--json", "--server", ":9093")) == []
     topic = lines(run(str(SAMPLE), "--json", "--topic", "kcodec-sample"))
     apis = {e["api_name"] for e in topic}
-    assert {"Produce", "Fetch", "Metadata", "OffsetCommit", "ListOffsets"} <= apis and "Heartbeat" not in apis
+    assert {"Produce", "Fetch", "Metadata", "OffsetCommit", "ListOffsets"} <= apis
+    # and the frames of the group that subscribes to the topic (its Heartbeats name no topic)
+    assert {"JoinGroup", "SyncGroup", "Heartbeat"} <= apis
     assert lines(run(str(SAMPLE), "--json", "--topic", "nope, kcodec-sample")) == topic
     assert lines(run(str(SAMPLE), "--json", "--topic", "nope", "--topic", "kcodec-sample")) == topic
     fetches = [e for e in topic if e["api_name"] == "Fetch"]  # Fetch v13+ names topics by id only
@@ -258,12 +260,23 @@ def test_fencing_errors_per_partition_and_error_names_lead(tmp_path: Path) -> No
 def test_piped_table_is_not_cut_or_padded() -> None:
     out = run(str(QUIRKS)).stdout.splitlines()
     assert not [line for line in out if line != line.rstrip()]
-    long = [
-        line
-        for line in out
-        if "the layout librdkafka's mock cluster writes for ApiVersions v3+ requests" in line
-    ]
-    assert long and max(len(line) for line in long) > 200  # one line, nothing cut
+    long = [line for line in out if "[quirk: ApiVersions reply with a 1-byte ApiKeys count" in line]
+    assert long and max(len(line) for line in long) > 100  # one line, nothing cut
+
+
+def test_quirk_notes_are_short_in_the_table_and_whole_in_verbose_and_json() -> None:
+    """A peer deviation's diagnostic repeats on every frame of the peer: the table names it (``quirk:
+    ...``); -V and --json keep the whole text, which says how the frame was read."""
+    whole = "the layout librdkafka's mock cluster writes for ApiVersions v3+ requests"
+    table = run(str(QUIRKS), "--api", "ApiVersions").stdout
+    assert whole not in table and table.count("[quirk: ApiVersions reply with a 1-byte ApiKeys count") >= 15
+    assert max(len(line) for line in table.splitlines()) < 250
+    metadata = run(str(QUIRKS), "--api", "Metadata").stdout
+    assert "[quirk: doubled tagged-field section (librdkafka mock)]" in metadata
+    verbose = run(str(QUIRKS), "--api", "ApiVersions", "-V").stdout
+    assert verbose.count("! reply is") >= 15 and whole in verbose
+    notes = [d for o in lines(run(str(QUIRKS), "--json")) for d in o.get("diagnostics", [])]
+    assert sum(whole in d for d in notes) >= 15 and not [d for d in notes if d.startswith("quirk:")]
 
 
 @pytest.mark.parametrize("width", [60, 80, 120, 200])
@@ -281,7 +294,7 @@ def test_terminal_rows_fit_the_width(width: int) -> None:
             table.frame(ev, summary_parts(ev, facts), [])
     text = buf.getvalue().splitlines()
     assert text and max(len(line) for line in text) <= width
-    assert sum("librdkafka's" in line for line in text) >= 1  # the long notes wrap, they are not dropped
+    assert sum("quirk: ApiVersions reply" in line for line in text) >= 1  # notes wrap, they are not dropped
 
 
 def test_verbose_view() -> None:

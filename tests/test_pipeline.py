@@ -142,6 +142,7 @@ def as_json(row: dict[str, Any]) -> dict[str, Any]:
     d["partial"] = row["partial"]
     d["error"] = None if row["error"] is None else json.loads(row["error"])
     d["diagnostics"] = list(row["diagnostics"])
+    d["embedded"] = json.loads(row["embedded"])
     d["error_codes"] = [dict(e) for e in row["error_codes"]]
     if row["topic_names"]:
         d["topic_names"] = dict(row["topic_names"])

@@ -171,6 +171,7 @@ def test_filters_and_quiet(broker: tuple[str, int]) -> None:
         (["--listen", "127.0.0.1:0", "--upstream", "a:1", "--stall-timeout", "0"], "--stall-timeout"),
         (["--listen", "127.0.0.1:0", "--upstream", "a:1", "--api", "Metadta"], "did you mean Metadata"),
         (["--listen", "127.0.0.1:0", "--upstream", "a:1", "--topic", ""], "names no topic"),
+        (["--listen", "127.0.0.1:0", "--upstream", "a:1", "--group", " , "], "names no group"),
     ],
 )
 def test_usage_errors(args: list[str], message: str) -> None:

@@ -53,6 +53,7 @@ __all__ = [
     "ranges_from_response",
     "read_api_versions_reply",
     "read_null_arrays",
+    "short_note",
 ]
 
 API_VERSIONS_KEY = 18
@@ -240,6 +241,34 @@ def metadata_topics_placeholder(raw: bytes) -> tuple[RequestFrame, str] | None:
         f"(read by the spec it would be False, with 3 bytes left over)"
     )
     return real, why
+
+
+#: A short name for each known peer deviation's diagnostic (the text that names it, matched), for
+#: a table row; the diagnostic itself says how the frame was read.
+_SHORT_NOTES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"1-byte ApiKeys count"),
+     "quirk: ApiVersions reply with a 1-byte ApiKeys count (librdkafka mock)"),
+    (re.compile(r"reply is in the ApiVersionsResponse (v\d+) layout"),
+     r"quirk: ApiVersions reply in the \1 layout"),
+    (re.compile(r"a tagged-field byte follows the correlation id"),
+     "quirk: ApiVersions reply with a flexible header"),
+    (re.compile(r"a second, empty top-level tagged-field section"),
+     "quirk: doubled tagged-field section (librdkafka mock)"),
+    (re.compile(r"the 4-byte placeholder 00 00 00 00 .*AllowAutoTopicCreation=(\w+)"),
+     r"quirk: all-topics placeholder 00 00 00 00 (librdkafka), auto-create \1"),
+    (re.compile(r"^(\S+) is null, which \S+ v\d+ does not allow; read as null"),
+     r"quirk: \1 null, read as null"),
+)  # fmt: skip
+
+
+def short_note(diagnostic: str) -> str:
+    """A short name for a known peer deviation's diagnostic (``quirk: ...``), for a table row where
+    the whole text would repeat on every frame of the peer; any other diagnostic unchanged."""
+    for pattern, short in _SHORT_NOTES:
+        found = pattern.search(diagnostic)
+        if found is not None:
+            return found.expand(short)
+    return diagnostic
 
 
 _NULL = re.compile(r"null \(length -?\d+\) for a field that is not nullable")

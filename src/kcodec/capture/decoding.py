@@ -17,6 +17,7 @@ from typing import Final
 
 from kcodec.capture.events import CapturedFrame, UnmatchedResponseError
 from kcodec.capture.framing import Pairing, RawFrame
+from kcodec.capture.groups import GROUP_KEYS, GroupTracker
 from kcodec.codec import Diagnostic, decode_at, message_class
 from kcodec.errors import DecodeError, KcodecError, TrailingBytesError
 from kcodec.frames import Frame, ResponseFrame, decode_request, decode_response
@@ -89,7 +90,7 @@ def read_partial_body(frame: CapturedFrame, data: bytes, request: bool, *, cut: 
 class FrameDecoder:
     """Decodes the frames of one connection (see the module docstring)."""
 
-    __slots__ = ("client", "number", "pairing", "server", "strict")
+    __slots__ = ("client", "groups", "number", "pairing", "server", "strict")
 
     def __init__(self, number: int, client: str, server: str, pairing: Pairing, *, strict: bool = False):
         self.number = number
@@ -97,6 +98,22 @@ class FrameDecoder:
         self.server = server
         self.pairing = pairing
         self.strict = strict
+        self.groups: GroupTracker | None = None  # (made by the connection's first group frame)
+
+    def _group_frame(self, frame: CapturedFrame, request: bool) -> None:
+        """A frame of a group API: the groups it is about and the protocol values embedded in it
+        (``kcodec.capture.groups``)."""
+        tracker = self.groups
+        if tracker is None:
+            tracker = self.groups = GroupTracker()
+        key, version, corr = frame.api_key, frame.api_version, frame.correlation_id
+        assert key is not None and version is not None and corr is not None
+        found = (tracker.request if request else tracker.response)(key, version, corr, frame.body)
+        frame.groups, embedded, notes = found
+        if embedded:
+            frame.embedded = tuple(embedded)
+        if notes:
+            frame.diagnostics = (*frame.diagnostics, *notes)
 
     def request(self, raw: RawFrame) -> CapturedFrame:
         frame = CapturedFrame(
@@ -114,6 +131,8 @@ class FrameDecoder:
             acks = getattr(frame.body, "acks", None) if frame.api_key == _PRODUCE_KEY else None
             if acks != 0:  # a Produce request with acks=0 gets no response
                 self.pairing.add(frame.correlation_id, frame.api_key, frame.api_version, frame.timestamp)
+            if frame.api_key in GROUP_KEYS and frame.body is not None:
+                self._group_frame(frame, True)
         return frame
 
     def _decode_request(self, frame: CapturedFrame, data: bytes) -> None:
@@ -172,6 +191,8 @@ class FrameDecoder:
             )
         else:
             self._decode_response(frame, raw.data, frame.api_key, frame.api_version)
+        if frame.api_key in GROUP_KEYS and frame.correlation_id is not None and self.groups is not None:
+            self._group_frame(frame, False)
         return frame
 
     def _decode_response(self, frame: CapturedFrame, data: bytes, key: int, version: int) -> None:

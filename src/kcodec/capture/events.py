@@ -14,6 +14,7 @@ from kcodec.model import Message
 from kcodec.registry import api
 
 if TYPE_CHECKING:
+    from kcodec.capture.groups import EmbeddedValue
     from kcodec.jsonconv import RecordsMode
     from kcodec.partial import PartialBody
 
@@ -111,6 +112,8 @@ class CapturedFrame:
     latency: float | None = None  # responses: seconds since the matching request
     partial: PartialBody | None = None  # a body that does not decode, read as far as it goes
     extra: dict[str, Any] = field(default_factory=dict)  # added by later stages (e.g. topic names)
+    embedded: tuple[EmbeddedValue, ...] = ()  # protocol messages in its bytes fields (kcodec.capture.groups)
+    groups: tuple[str, ...] = ()  # the consumer groups it is about (a response: its request's)
 
     @property
     def api_name(self) -> str | None:
@@ -157,7 +160,8 @@ class CapturedFrame:
 
         ``records``: ``"raw"`` keeps ``records`` fields as Kafka JSON's base64 blob; ``"base64"`` /
         ``"text"`` expand them into batches and records (``kcodec.to_json(..., records=...)``).
-        ``diagnostics`` is always there (``[]`` for a conformant frame).
+        ``diagnostics`` is always there (``[]`` for a conformant frame), and ``embedded``: the protocol
+        messages found in its bytes fields (``kcodec.capture.groups``; ``[]`` if none).
         """
         out: dict[str, Any] = {
             "type": "frame",
@@ -180,6 +184,7 @@ class CapturedFrame:
         out["partial"] = self.partial is not None
         out["error"] = None if self.error is None else error_dict(self.error)
         out["diagnostics"] = list(self.diagnostics)
+        out["embedded"] = [e.to_json() for e in self.embedded] if self.embedded else []
         if self.extra:
             out.update(self.extra)
         return out

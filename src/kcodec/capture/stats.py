@@ -1,7 +1,8 @@
 """Aggregates over a capture's events, in bounded memory (``kcodec decode-capture --summary``):
 frames per API and version, error codes per API, latency percentiles per API (a log-scale histogram,
 within 2%), client software (ApiVersions v3+) and the versions each client used, leader-epoch fencing
-errors (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) per partition, and stream issues by kind."""
+errors (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) per partition, stream issues by kind, and consumer
+groups (:mod:`kcodec.capture.group_stats`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from kcodec.capture.events import CapturedFrame, CaptureEvent, CaptureIssue
 from kcodec.capture.facts import Facts
+from kcodec.capture.group_stats import GroupStats
 from kcodec.error_codes import ErrorCode, error_name
 
 __all__ = ["FENCING_CODES", "CaptureStats", "LatencyHistogram", "api_label"]
@@ -88,6 +90,7 @@ class CaptureStats:
         self.connections: set[object] = set()  # connection numbers (tagged by shard when merged)
         self._clients: dict[tuple[str, str], _Client] = {}
         self._software: dict[int, tuple[str, str]] = {}  # connection -> client software
+        self.groups = GroupStats()  # consumer groups: members, generations, assignments
 
     def add(self, event: CaptureEvent, facts: Facts | None = None, fencing: bool = True) -> None:
         """One event, with its facts if it is a decoded frame. ``fencing=False``: its leader-epoch
@@ -119,6 +122,7 @@ class CaptureStats:
         for place, codes in other.fencing.items():
             self.fencing.setdefault(place, Counter()).update(codes)
         self.issues.update(other.issues)
+        self.groups.merge(other.groups)
         self.connections.update((tag, n) for n in other.connections)
         for key, c in other._clients.items():
             mine = self._clients.get(key)
@@ -153,6 +157,8 @@ class CaptureStats:
                     self.add_fencing(api, where, code)
         if f.direction == "request":
             self._client(f, facts)
+        if f.groups:
+            self.groups.add(f)
 
     def _client(self, f: CapturedFrame, facts: Facts | None) -> None:
         client_id = getattr(f.header, "client_id", None) or "-"
@@ -223,6 +229,7 @@ class CaptureStats:
                 }
                 for (api, where), codes in sorted(self.fencing.items())
             ],
+            "groups": self.groups.to_list(),
         }
 
 

@@ -1,10 +1,14 @@
 """Which events ``kcodec decode-capture`` shows: ``--api``, ``--client``/``--server``, ``--topic``,
-``--errors-only``. Bad values are usage errors (``click.BadParameter``: one line, exit 2)."""
+``--group``, ``--errors-only``. Bad values are usage errors (``click.BadParameter``: one line, exit 2).
+
+``--group`` keeps the frames about the groups named (``CapturedFrame.groups``: a request's groups,
+and its response's). ``--topic`` keeps the frames that name the topics, and the frames of a group
+whose subscriptions or assignments seen so far in the capture (:class:`GroupTopics`) name them."""
 
 from __future__ import annotations
 
 from _socket import AF_INET, AF_INET6, inet_ntop, inet_pton  # (socket's own: without socket.py's enums)
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import click
@@ -14,7 +18,15 @@ from kcodec.capture.facts import Facts
 from kcodec.errors import KcodecError
 from kcodec.registry import api
 
-__all__ = ["EventFilter", "parse_addresses", "parse_apis", "parse_topics"]
+__all__ = [
+    "EventFilter",
+    "GroupTopics",
+    "frame_topics",
+    "parse_addresses",
+    "parse_apis",
+    "parse_groups",
+    "parse_topics",
+]
 
 
 def _names(value: str, option: str, what: str) -> list[str]:
@@ -32,6 +44,33 @@ def parse_topics(values: Iterable[str]) -> frozenset[str] | None:
     value was given."""
     topics = {name for value in values for name in _names(value, "--topic", "topic")}
     return frozenset(topics) if topics else None
+
+
+def parse_groups(values: Iterable[str]) -> frozenset[str] | None:
+    """``("grp-a,grp-b",)`` -> group ids (blanks around them dropped); None if no value was given."""
+    groups = {name for value in values for name in _names(value, "--group", "group")}
+    return frozenset(groups) if groups else None
+
+
+class GroupTopics(dict[str, set[str]]):
+    """The topics each group's subscriptions and assignments named so far (``--topic``)."""
+
+    def learn(self, pairs: Iterable[tuple[str, Iterable[str]]]) -> None:
+        for group, topics in pairs:
+            self.setdefault(group, set()).update(topics)
+
+
+def frame_topics(frame: CapturedFrame, facts: Facts | None) -> set[str | None]:
+    """The topics a frame names: in its body (its facts) and in its embedded protocol values."""
+    names: set[str | None] = (
+        set() if facts is None else {n for n, _ in facts.topics} | {p.topic for p in facts.partitions}
+    )
+    if frame.embedded:
+        from kcodec.capture.groups import embedded_topics
+
+        for _, topics in embedded_topics(frame.embedded):
+            names.update(topics)
+    return names
 
 
 def parse_apis(values: Iterable[str]) -> frozenset[int] | None:
@@ -127,6 +166,7 @@ class EventFilter:
     servers: tuple[Address, ...] = ()
     topics: frozenset[str] | None = None
     errors_only: bool = False
+    groups: frozenset[str] | None = None
 
     @property
     def needs_facts(self) -> bool:
@@ -141,6 +181,7 @@ class EventFilter:
             and not self.servers
             and self.topics is None
             and not self.errors_only
+            and self.groups is None
         )
 
     def connection_ok(self, client: str | None, server: str | None) -> bool:
@@ -148,28 +189,51 @@ class EventFilter:
             return False
         return not self.servers or any(a.matches(server) for a in self.servers)
 
-    def keep(self, event: CaptureEvent, facts: Facts | None) -> bool:
+    def keep(
+        self, event: CaptureEvent, facts: Facts | None, group_topics: Mapping[str, set[str]] | None = None
+    ) -> bool:
         if isinstance(event, CaptureIssue):
             if event.connection is None:
                 return True  # a problem with the file itself
             return (
-                self.connection_ok(event.client, event.server) and self.apis is None and self.topics is None
+                self.connection_ok(event.client, event.server)
+                and self.apis is None
+                and self.topics is None
+                and self.groups is None
             )
-        return self.keep_frame(event, facts)
+        return self.keep_frame(event, facts, group_topics=group_topics)
 
-    def keep_frame(self, frame: CapturedFrame, facts: Facts | None, *, topics: bool = True) -> bool:
+    def keep_frame(
+        self,
+        frame: CapturedFrame,
+        facts: Facts | None,
+        *,
+        topics: bool = True,
+        group_topics: Mapping[str, set[str]] | None = None,
+    ) -> bool:
         """Whether the frame is shown; ``topics=False``: leaving ``--topic`` aside (for a worker of a
-        parallel decode, which cannot know the names of topics named by id elsewhere)."""
+        parallel decode, which cannot know the names of topics named by id elsewhere, nor what other
+        connections tell of a group). ``group_topics``: what the capture so far tells of each group's
+        topics (:class:`GroupTopics`)."""
         if self.apis is not None and frame.api_key not in self.apis:
             return False
         if not self.connection_ok(frame.client, frame.server):
             return False
-        if self.topics is not None and topics:
-            names = (
-                set() if facts is None else {n for n, _ in facts.topics} | {p.topic for p in facts.partitions}
-            )
-            if not names & self.topics:
-                return False
+        if self.groups is not None and not self.groups.intersection(frame.groups):
+            return False
+        if (
+            self.topics is not None
+            and topics
+            and not frame_topics(frame, facts) & self.topics
+            and not self.group_named(frame.groups, group_topics)
+        ):
+            return False
         if self.errors_only:
             return frame.error is not None or bool(facts is not None and facts.error_codes)
         return True
+
+    def group_named(self, groups: Iterable[str], group_topics: Mapping[str, set[str]] | None) -> bool:
+        """Whether what is known of one of ``groups`` names a ``--topic`` topic."""
+        if not group_topics or self.topics is None:
+            return False
+        return any(not self.topics.isdisjoint(group_topics.get(g, ())) for g in groups)

@@ -19,7 +19,7 @@ from kcodec.capture import CapturedFrame, CaptureEvent, CaptureIssue
 from kcodec.capture.facts import Facts, facts_reader
 from kcodec.capture.stats import CaptureStats
 from kcodec.capture.topics import TopicDirectory, renamed
-from kcodec.cli.capture_filters import EventFilter
+from kcodec.cli.capture_filters import EventFilter, GroupTopics
 from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.capture_view import full_view, record_lines, summary_parts
 from kcodec.cli.common import quiet_stdout
@@ -116,6 +116,7 @@ class CaptureOutput:
         self.totals = Totals()
         self.topics = TopicDirectory()
         self.seen_conns: set[int] = set()
+        self.group_topics = GroupTopics()  # (for --topic: what each group's members subscribe to)
         self.shown = 0  # frames shown
         self.flags: set[str] = set()  # the --fail-on conditions met
         json_only = jsonout is not None and table is None and not summary
@@ -132,7 +133,11 @@ class CaptureOutput:
             return
         facts = self._facts(ev)
         self.totals.add(ev)
-        if not self._keep_all and not self.flt.keep(ev, facts):
+        if self.flt.topics is not None and isinstance(ev, CapturedFrame) and ev.embedded:
+            from kcodec.capture.groups import embedded_topics
+
+            self.group_topics.learn(embedded_topics(ev.embedded))
+        if not self._keep_all and not self.flt.keep(ev, facts, self.group_topics):
             return
         self._flag(ev, facts)
         if self.summary:

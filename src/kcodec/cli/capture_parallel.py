@@ -38,6 +38,7 @@ import traceback
 from typing import IO, Any, Final, cast
 
 from kcodec.capture import CapturedFrame, CaptureFileError, CaptureIssue
+from kcodec.capture.groups import embedded_topics
 from kcodec.capture.shard import END, BatchMerge, Closed, Opened, iter_shard
 from kcodec.capture.topics import TopicDirectory
 from kcodec.cli.capture_filters import EventFilter
@@ -86,6 +87,8 @@ def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Pipe
                     if summary is not None:
                         batch += [(key, tag, data) for tag, data in summary.frame(item)]
                         continue
+                    if item.embedded and flt.topics is not None:  # (what the group's frames are about)
+                        batch.append((key, "g", embedded_topics(item.embedded)))
                     tag, data = frame_item(item, flt, records, mode, verbose, plain, local, read_facts)
                     if tag == "j":  # (a JSON line: its body's bytes count)
                         size += len(data[4])

@@ -102,3 +102,36 @@ def _render(s: dict[str, Any], console: Console) -> None:
     for f in s["fencing"]:
         fence.add_row(f["api"], f["partition"] or "-", ", ".join(f"{k} x{n}" for k, n in f["errors"].items()))
     console.print(fence if fence.row_count else "\nLeader-epoch fencing errors: none")
+    for g in s.get("groups", ()):
+        _group(console, g)
+
+
+def _group(console: Console, g: dict[str, Any]) -> None:
+    """A consumer group: its protocol, generation and leader; its members, their client ids and
+    hosts, what they subscribe to, and the partitions each held generation by generation."""
+    head = f"\nConsumer group {g['group']!r}: {g['frames']} frames"
+    if g["protocol_type"] or g["protocol"]:
+        head += f"; protocol {g['protocol_type'] or '?'}/{g['protocol'] or '?'}"
+    if g["generation"] is not None:
+        head += f"; generation {g['generation']} ({len(g['generations'])} seen), leader {g['leader'] or '-'}"
+    console.print(head)
+    if not g["members"]:
+        return
+    members = _table("", [("member", "left"), ("client id", "left"), ("host", "left"),
+                          ("subscribes", "left"), ("assignment by generation", "left")])  # fmt: skip
+    for m in g["members"]:
+        history: list[str] = []
+        last = None
+        for a in m["assignments"]:
+            held = " ".join(f"{t}[{','.join(map(str, ps))}]" for t, ps in a["partitions"].items()) or "-"
+            if held != last:  # (a generation that changed nothing for this member is not repeated)
+                history.append(f"g{a['generation']}: {held}")
+                last = held
+        members.add_row(
+            m["member"],
+            ", ".join(m["client_ids"]) or "?",
+            ", ".join(m["hosts"]),
+            ", ".join(m["subscription"] or []) or "?",
+            "; ".join(history) or "-",
+        )
+    console.print(members)

@@ -15,11 +15,13 @@ from kcodec.error_codes import error_name
 __all__ = [
     "Digest",
     "digest",
+    "embedded_texts",
     "error_text",
     "full_view",
     "name_topics",
     "record_lines",
     "records_fields",
+    "short_member",
     "summary_from",
     "summary_parts",
 ]
@@ -105,6 +107,40 @@ def _keys(frame: CapturedFrame, facts: Facts) -> list[Part]:
     return out
 
 
+def _assigned(pairs: list[tuple[str, list[int]]]) -> str:
+    """``orders[0,1] payments[2]`` (``-`` for none)."""
+    return " ".join(f"{t}[{','.join(map(str, ps))}]" for t, ps in pairs) or "-"
+
+
+def short_member(member: str) -> str:
+    """A member id as a table shows it: ``rd-a-1ea4b9e3`` for Kafka's ``rd-a-1ea4b9e3-f731-...`` (a
+    client id and a UUID); other ids whole."""
+    if len(member) > 37 and member[-37] == "-" and member[-28] == "-" and member[-23] == "-":
+        return member[:-28]
+    return member
+
+
+def embedded_texts(frame: CapturedFrame) -> list[str]:
+    """The protocol values embedded in a frame (``kcodec.capture.groups``), one text each: the topics
+    a member subscribes to, the partitions each member is assigned (``member -> orders[0,1]``). A
+    frame of one member's (a JoinGroup request, a SyncGroup response) does not repeat its member."""
+    from kcodec.capture.groups import assignment_of, subscription_of
+
+    own = frame.message_name in ("JoinGroupRequest", "SyncGroupResponse")
+    out: list[str] = []
+    for e in frame.embedded:
+        who = "" if own or not e.member else f"{short_member(e.member)} "
+        if e.type == "ConsumerProtocolAssignment":
+            out.append(
+                f"{who}-> {_assigned(assignment_of(e.value))}"
+                if who
+                else f"assigned {_assigned(assignment_of(e.value))}"
+            )
+        else:
+            out.append(f"{who}subscribes {', '.join(subscription_of(e.value)) or '-'}")
+    return list(dict.fromkeys(out))  # (a JoinGroup request: one subscription per assignor offered)
+
+
 def _partition(p: Any) -> str:
     text = str(p.partition)  # (built by +=, which CPython extends in place: no list to join)
     prefixes, hidden = _PREFIXES, _HIDDEN_WHEN_NEGATIVE
@@ -174,8 +210,10 @@ def digest(frame: CapturedFrame, facts: Facts | None, pending: bool = False) -> 
         error.append(("error", f"{type(frame.error).__name__}: {frame.error}"))
     notes: list[Part] = []
     if frame.diagnostics:
+        from kcodec.quirks import short_note  # (a known peer deviation: its short name; -V has it all)
+
         notes = [
-            ("note", f"[{d}]")
+            ("note", f"[{short_note(d)}]")
             for d in frame.diagnostics
             if frame.error is None or not d.endswith(str(frame.error))
         ]
@@ -196,8 +234,11 @@ def digest(frame: CapturedFrame, facts: Facts | None, pending: bool = False) -> 
     counts: list[Part] = []
     if facts.counts:
         counts = [("dim", f"{name} {n}") for name, n in facts.counts.items() if name not in _SHOWN_ELSEWHERE]
+    keys = _keys(frame, facts)
+    if frame.embedded:
+        keys += [("", text) for text in embedded_texts(frame)]
     return Digest(
-        error, notes, True, _keys(frame, facts), list(facts.error_codes), middle, partitions,
+        error, notes, True, keys, list(facts.error_codes), middle, partitions,
         list(facts.topics), counts,
     )  # fmt: skip
 
@@ -262,6 +303,8 @@ def full_view(frame: CapturedFrame) -> list[str]:
     for part in ("header", "body"):
         if d.get(part) is not None:
             walk("body (partial)" if part == "body" and d.get("partial") else part, d[part], 1)
+    for e in d["embedded"]:
+        walk(f"{e['path']} ({e['type']} v{e['version']})", e["value"], 1)
     for diag in frame.diagnostics:
         lines.append(f"  ! {diag}")
     return lines

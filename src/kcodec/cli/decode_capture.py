@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import click
 
-from kcodec.cli.capture_filters import EventFilter, parse_addresses, parse_apis, parse_topics
+from kcodec.cli.capture_filters import EventFilter, parse_addresses, parse_apis, parse_groups, parse_topics
 from kcodec.cli.common import CONTEXT_SETTINGS, CountingReader, kafka_port_options
 from kcodec.cli.forked import can_fork
 
@@ -93,7 +93,16 @@ def default_jobs(path: str, size_threshold: int = 16 << 20) -> int:
     "topics",
     multiple=True,
     metavar="NAME[,NAME]",
-    help="Only frames about these topics (ids resolved).",
+    help="Only frames about these topics (ids resolved; and the frames of groups whose members subscribe "
+    "to them or are assigned them).",
+)
+@click.option(
+    "--group",
+    "groups",
+    multiple=True,
+    metavar="NAME[,NAME]",
+    help="Only frames about these consumer groups (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, "
+    "OffsetCommit/Fetch, FindCoordinator, DescribeGroups, ...; requests and their responses).",
 )
 @click.option(
     "--errors-only", is_flag=True, help="Only frames that failed to decode or carry a Kafka error code."
@@ -145,6 +154,7 @@ def decode_capture_command(
     clients: tuple[str, ...],
     servers: tuple[str, ...],
     topics: tuple[str, ...],
+    groups: tuple[str, ...],
     errors_only: bool,
     count: int | None,
     verbose: bool,
@@ -170,6 +180,7 @@ def decode_capture_command(
         servers=parse_addresses(servers, "--server"),
         topics=parse_topics(topics),
         errors_only=errors_only,
+        groups=parse_groups(groups),
     )
     conditions = _fail_on(fail_on)
     from kcodec.cli.capture_run import Run

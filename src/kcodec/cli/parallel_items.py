@@ -19,6 +19,8 @@ Items are ``(key, tag, data)`` tuples (``key``: the event's place in the capture
 - ``"j"`` likewise, a frame's JSON line that waits for nothing: ``(connection, flags, pairs, head,
   body)``, as in a :class:`JsonFrame`;
 - ``"n"`` a frame a filter drops: ``(connection, flags, pairs)`` (counted; its topic names learnt);
+- ``"g"`` (with ``--topic``, before a frame's item) the ``(group, topics)`` its embedded consumer
+  protocol names, for the parent's :class:`~kcodec.cli.capture_filters.GroupTopics`;
 - for ``--summary``, the shard's :class:`ShardSummary` instead: ``"l"`` a frame's topic names to
   learn, ``"z"`` leader-epoch fencing errors at topics named by id only ``(api, [(code, where)],
   ids)``, and last ``"s"``, the shard's totals ``(CaptureStats, --fail-on flags)``;
@@ -43,7 +45,7 @@ from kcodec.capture import CapturedFrame, CaptureEvent, CaptureIssue
 from kcodec.capture.facts import Facts, event_facts, facts_reader
 from kcodec.capture.stats import FENCING_CODES, CaptureStats, api_label
 from kcodec.capture.topics import TopicDirectory, named_ids, topic_ids, unnamed_ids
-from kcodec.cli.capture_filters import EventFilter
+from kcodec.cli.capture_filters import EventFilter, frame_topics
 from kcodec.cli.capture_output import RecordsMode, error_code_objects, note_flags
 from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.capture_view import (
@@ -101,6 +103,7 @@ class JsonFrame(NamedTuple):
     head: bytes
     body: bytes
     codes: list[tuple[int, str]] | None
+    groups: tuple[str, ...] = ()  # the groups it is about (for --topic: what is known of them)
 
 
 class Row(NamedTuple):
@@ -137,6 +140,7 @@ class TableFrame(NamedTuple):
     extra: list[str]
     plain: tuple[str, str] | None = None  # the lines around the connection's cell, if not for a terminal
     assumed: dict[str, str] | None = None  # the names ``parts``/``plain`` were made with (if pending)
+    groups: tuple[str, ...] = ()  # the groups it is about (for --topic: what is known of them)
 
 
 def to_wire(frame: JsonFrame | TableFrame) -> tuple[Any, ...]:
@@ -198,14 +202,16 @@ def frame_item(
     if not flt.keeps_all and not flt.keep_frame(ev, facts, topics=False):
         return "n", (ev.connection, flags, pairs)
     named = None
-    if flt.topics is not None and facts is not None:
-        named = {n for n, _ in facts.topics} | {p.topic for p in facts.partitions}
+    if flt.topics is not None:
+        named = frame_topics(ev, facts)
     if mode != "json":
         if mode == "plain" and not unnamed and flt.topics is None:
             before, after = plain.plain_frame(ev, summary_parts(ev, facts), _extra(ev, records, verbose))
             return "r", (ev.connection, flags, pairs or None, ev.client, ev.server, before, after)
         lay_out = plain if mode == "plain" else None
         made = _table_frame(ev, facts, flags, pairs, unnamed, named, records, verbose, local, lay_out)
+        if ev.groups:
+            made = made._replace(groups=ev.groups)
         if made.plain is not None and made.pending is not None and flt.topics is None:
             again = pending_again(made.row, made.pending, made.extra)
             if again is not None:  # (else it goes as the TableFrame, which pickles any string)
@@ -217,12 +223,13 @@ def frame_item(
     del d["type"], d["connection"]
     head = _HEAD + orjson.dumps(d.pop("time")) + _CONNECTION
     if unnamed:
-        return "f", JsonFrame(ev.connection, flags, pairs, unnamed, named, head, orjson.dumps(d), codes)
+        body = orjson.dumps(d)
+        return "f", JsonFrame(ev.connection, flags, pairs, unnamed, named, head, body, codes, ev.groups)
     d["error_codes"] = error_code_objects(codes)
     body = orjson.dumps(d, option=orjson.OPT_APPEND_NEWLINE)
     if flt.topics is None:
         return "j", (ev.connection, flags, pairs or None, head, body)
-    return "f", JsonFrame(ev.connection, flags, pairs, unnamed, named, head, body, None)
+    return "f", JsonFrame(ev.connection, flags, pairs, unnamed, named, head, body, None, ev.groups)
 
 
 def pending_again(row: Row, pending: Digest, extra: list[str]) -> bytes | None:

@@ -19,7 +19,7 @@ from kcodec.capture import CaptureIssue
 from kcodec.capture.shard import Numbering
 from kcodec.capture.stats import CaptureStats
 from kcodec.capture.topics import TopicDirectory, renamed
-from kcodec.cli.capture_filters import EventFilter
+from kcodec.cli.capture_filters import EventFilter, GroupTopics
 from kcodec.cli.capture_output import Totals, frame_json, write_summary
 from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.capture_view import name_topics, summary_from
@@ -61,6 +61,7 @@ class MergedOutput:
         self.position = 0  # bytes of the file the first worker has read
         self.numbering = Numbering()
         self.topics = TopicDirectory()
+        self.group_topics = GroupTopics()
         self.totals = Totals()
         self.seen_conns: set[int] = set()
         self._started = False
@@ -110,6 +111,8 @@ class MergedOutput:
                     return True
             elif tag == "l":
                 self.topics.learn_pairs(data)
+            elif tag == "g":
+                self.group_topics.learn(data)
             elif tag == "z":
                 api, fencing, unnamed = data
                 found = self.topics.lookup(unnamed)
@@ -134,7 +137,11 @@ class MergedOutput:
         connection = self.numbering(k, f.connection)
         self._count(connection, f.flags)
         topic_filter = self.flt.topics
-        if topic_filter is not None and not ((f.named or set()) | set(found.values())) & topic_filter:
+        if (
+            topic_filter is not None
+            and not ((f.named or set()) | set(found.values())) & topic_filter
+            and not self.flt.group_named(f.groups, self.group_topics)
+        ):
             return
         self._flag(f.flags)
         if isinstance(f, JsonFrame):

@@ -13,7 +13,7 @@ from typing import IO, TYPE_CHECKING, Literal
 
 import click
 
-from kcodec.cli.capture_filters import EventFilter, parse_apis, parse_topics
+from kcodec.cli.capture_filters import EventFilter, parse_apis, parse_groups, parse_topics
 from kcodec.cli.common import CONTEXT_SETTINGS, broker_address
 from kcodec.cli.values import FiniteFloatRange
 
@@ -80,6 +80,13 @@ def _fail(message: str) -> None:
 @click.option(
     "--topic", "topics", multiple=True, metavar="NAME[,NAME]", help="Only show frames about these topics."
 )
+@click.option(
+    "--group",
+    "groups",
+    multiple=True,
+    metavar="NAME[,NAME]",
+    help="Only show frames about these consumer groups.",
+)
 @click.option("--errors-only", is_flag=True, help="Only show frames that failed to decode or carry errors.")
 @click.option("-V", "--verbose", is_flag=True, help="Table: every field of each frame below its row.")
 @click.option(
@@ -144,6 +151,7 @@ def proxy_command(
     summary: bool,
     apis: tuple[str, ...],
     topics: tuple[str, ...],
+    groups: tuple[str, ...],
     errors_only: bool,
     verbose: bool,
     records_mode: Literal["raw", "base64", "text"],
@@ -168,7 +176,12 @@ def proxy_command(
 
     listen_at = _listen_address(listen)
     upstream_at = broker_address(upstream, "--upstream")
-    flt = EventFilter(apis=parse_apis(apis), topics=parse_topics(topics), errors_only=errors_only)
+    flt = EventFilter(
+        apis=parse_apis(apis),
+        topics=parse_topics(topics),
+        errors_only=errors_only,
+        groups=parse_groups(groups),
+    )
     json_to_stdout = json_path == "-"
     jsonout, pcap = _open_outputs(json_path, pcap_path)
     view = _view(

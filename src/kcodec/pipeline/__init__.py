@@ -17,10 +17,10 @@ the rows are grouped by connection across files (rotated captures) and each conn
 reassembled, framed, paired and decoded by the capture package (:mod:`~kcodec.pipeline.decode`),
 exactly as ``kcodec decode-capture`` does for one file. Outputs under the output folder:
 
-- ``frames``: one row per request/response: the ``decode-capture --json`` fields (header and body as
-  JSON strings) and columns read out of them (:mod:`~kcodec.pipeline.flatten`): topics, partitions
-  with error codes and leader epochs, errors, client id and client software; partitioned by ``date``
-  and ``api``;
+- ``frames``: one row per request/response: the ``decode-capture --json`` fields (header, body and
+  the embedded consumer protocol, ``embedded``, as JSON strings) and columns read out of them
+  (:mod:`~kcodec.pipeline.flatten`): topics, partitions with error codes and leader epochs, errors,
+  client id and client software; partitioned by ``date`` and ``api``;
 - ``diagnostics``: unreadable files, damaged capture records, stream problems, non-conformant and
   undecodable frames;
 - ``api_stats``, ``latency``, ``errors``, ``clients``, ``fencing``, ``timeline``, ``summary``

@@ -80,6 +80,7 @@ EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("partial", "boolean"),
     ("error", "string"),
     ("diagnostics", "array<string>"),
+    ("embedded", "string"),
     ("client_id", "string"),
     ("client_software_name", "string"),
     ("client_software_version", "string"),
@@ -118,7 +119,8 @@ def _json(obj: Any) -> bytes | None:
 
 
 #: Columns whose values are UTF-8 bytes, viewed as Arrow strings.
-_BYTES_COLUMNS = frozenset({"header", "body"})
+_BYTES_COLUMNS = frozenset({"header", "body", "embedded"})
+_NONE_EMBEDDED = b"[]"
 
 
 @dataclass(slots=True)
@@ -316,6 +318,7 @@ class _Decoder:
                 ev.partial is not None,
                 None if ev.error is None else _dumps(error_dict(ev.error)),
                 list(ev.diagnostics),
+                orjson.dumps([e.to_json() for e in ev.embedded]) if ev.embedded else _NONE_EMBEDDED,
                 client_id,
                 software[0],
                 software[1],

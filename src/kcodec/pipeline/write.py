@@ -58,6 +58,7 @@ FRAME_COLUMNS = (
     "partial",
     "error",
     "diagnostics",
+    "embedded",
     "client_id",
     "client_software_name",
     "client_software_version",
