@@ -417,7 +417,7 @@ def test_pipeline_runs_on_the_fallback_java_with_java_hidden(tmp_path: Path) -> 
         check=False,
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    assert "71 frames (36 requests, 35 responses) on 5 connections" in run.stdout
+    assert "46 frames (24 requests, 22 responses) on 5 connections" in run.stdout
     assert (out / "frames").is_dir()
 
 
@@ -459,10 +459,10 @@ def test_two_copies_of_the_same_traffic_are_two_captures(spark: Any, tmp_path: P
     out = tmp_path / "out"
     result = CliRunner().invoke(main, ["pipeline", str(tmp_path / "client"), str(tmp_path / "broker"), "-o", str(out)])
     assert result.exit_code == 0, result.output
-    assert "142 frames (72 requests, 70 responses) on 10 connections" in result.output
+    assert "92 frames (48 requests, 44 responses) on 10 connections" in result.output
     assert "0 stream issues" in result.output
     merged = CliRunner().invoke(
         main, ["pipeline", str(tmp_path / "client"), str(tmp_path / "broker"), "-o", str(out), "--captures-by", "one"]
     )
     assert merged.exit_code == 0, merged.output
-    assert "71 frames (36 requests, 35 responses) on 5 connections" in merged.output
+    assert "46 frames (24 requests, 22 responses) on 5 connections" in merged.output
