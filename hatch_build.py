@@ -97,7 +97,7 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
                 modules = modules_to_compile(out_dir, [m.module for m in plan.modules if m.target.compiled])
             else:
                 modules = capture_modules()
-            what = f"{ENV}={value!r}" if value else f"the capture path, 1-4 minutes on 2 cores; {ENV}=0 for pure Python"
+            what = f"{ENV}={value!r}" if value else f"the capture path: 1-4 minutes on 2 cores; {ENV}=0: pure"
             log(f"compiling {len(modules)} modules with mypyc ({what}) ...")
             try:
                 result = compile_modules(stage, modules, root / "build" / "kcodec-mypyc")
