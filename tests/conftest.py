@@ -27,7 +27,9 @@ from hypothesis import settings
 pytest_plugins = ["apache_kafka"]
 
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
-settings.register_profile("explore", deadline=None, print_blob=True)
+# explore's parent is hypothesis's own default profile, not the one in force: where hypothesis detects a CI
+# environment (CI=true) that is its built-in "ci" profile, which keeps no database
+settings.register_profile("explore", parent=settings.get_profile("default"), deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 

@@ -25,11 +25,12 @@ QUIET = {"log_level": 0}
 
 
 def error_codes(message: Any) -> list[int]:
-    """Every error_code field in a decoded message, depth first."""
+    """Every error code field (``error_code``, ``partition_error_code``, ...) in a decoded message, depth
+    first."""
     out: list[int] = []
     for name in getattr(message, "__slots__", ()):
         value = getattr(message, name, None)
-        if name == "error_code" and isinstance(value, int):
+        if name.endswith("error_code") and isinstance(value, int):
             out.append(value)
         elif isinstance(value, list):
             for item in value:

@@ -25,6 +25,8 @@ def test_fails_soon(data: bytes) -> None:
 
 def _run(cwd: Path, profile: str | None) -> tuple[int, str]:
     env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_PROFILE"}
+    # the copied conftest.py loads the suite's plugins (tests/apache_kafka.py): they import from tests/
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), env.get("PYTHONPATH", "")) if p)
     if profile is not None:
         env["HYPOTHESIS_PROFILE"] = profile
     done = subprocess.run(

@@ -253,6 +253,49 @@ def _offset_fetch(resp: Any, v: int, req: Any, error: ErrorCode) -> Any:
     )
 
 
+def _add_partitions_to_txn(resp: Any, v: int, req: Any, error: ErrorCode) -> Any:
+    if v >= 4:  # a top-level error; before, one per partition
+        return resp(error_code=error, results_by_transaction=[])
+    return resp(
+        results_by_topic_v3_and_below=[
+            resp.AddPartitionsToTxnTopicResult(
+                name=t.name,
+                results_by_partition=[
+                    resp.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=error)
+                    for p in t.partitions
+                ],
+            )
+            for t in req.v3_and_below_topics
+        ]
+    )
+
+
+def _txn_offset_commit(resp: Any, v: int, req: Any, error: ErrorCode) -> Any:
+    return resp(
+        topics=[
+            resp.TxnOffsetCommitResponseTopic(
+                name=t.name,
+                topic_id=t.topic_id,
+                partitions=[
+                    resp.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
+                    for p in t.partitions
+                ],
+            )
+            for t in req.topics
+        ]
+    )
+
+
+def _describe_transactions(resp: Any, v: int, req: Any, error: ErrorCode) -> Any:
+    state = resp.TransactionState
+    return resp(
+        transaction_states=[
+            state(error_code=error, transactional_id=t, transaction_state="", producer_id=-1, producer_epoch=-1)
+            for t in req.transactional_ids
+        ]
+    )
+
+
 def _join_group(resp: Any, v: int, req: Any, error: ErrorCode) -> Any:
     return resp(error_code=error, generation_id=-1, leader="", member_id=req.member_id, members=[])
 
@@ -269,4 +312,7 @@ _BUILDERS = {
     19: _create_topics,
     20: _delete_topics,
     23: _offset_for_leader_epoch,
+    24: _add_partitions_to_txn,
+    28: _txn_offset_commit,
+    65: _describe_transactions,
 }
