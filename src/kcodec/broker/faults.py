@@ -290,8 +290,8 @@ def _describe_transactions(resp: Any, v: int, req: Any, error: ErrorCode) -> Any
     state = resp.TransactionState
     return resp(
         transaction_states=[
-            state(error_code=error, transactional_id=t, transaction_state="", producer_id=-1, producer_epoch=-1)
-            for t in req.transactional_ids
+            state(error_code=error, transactional_id=tid, producer_id=-1, producer_epoch=-1)
+            for tid in req.transactional_ids
         ]
     )
 
