@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,20 @@ SCHEMAS_DIR = Path(__file__).resolve().parent.parent / "schemas"
 GOLDEN_SET = "3.9.0"  # the spec set of the release whose serializer made the fixtures
 
 Case = dict[str, Any]
+
+
+def same(a: Any, b: Any) -> bool:
+    """JSON equality that also tells 1 from 1.0 from True and -0.0 from 0.0 (the golden files' and the
+    live oracle's comparison)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return a == b and math.copysign(1, a) == math.copysign(1, b)
+    return bool(a == b)
 
 
 def _read_text(name: str) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -243,19 +242,6 @@ def start(candidates: Sequence[str]) -> Oracle:
     _need("javac")
     release, jars = resolve_release(candidates)
     return Oracle(release, jars)
-
-
-def same(a: Any, b: Any) -> bool:
-    """JSON equality that also tells 1 from 1.0 from True and -0.0 from 0.0."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float):
-        return a == b and math.copysign(1, a) == math.copysign(1, b)
-    return bool(a == b)
 
 
 # --- the release's field names ------------------------------------------------------------------------

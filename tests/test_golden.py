@@ -7,28 +7,14 @@ absent fields are dropped exactly as Kafka drops them; every framed request/resp
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import golden_data as g
 import pytest
+from golden_data import same
 
 import kcodec
 from kcodec.errors import NullValueError, UnsupportedVersionError
-
-
-def same(a: Any, b: Any) -> bool:
-    """JSON equality that also tells 1 from 1.0 from True and -0.0 from 0.0."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float):
-        return a == b and math.copysign(1, a) == math.copysign(1, b)
-    return bool(a == b)
-
 
 MESSAGE_CASES = g.message_cases()
 
