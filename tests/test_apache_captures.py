@@ -30,6 +30,7 @@ from typing import Any
 import kafka_oracle as ko
 import pytest
 from click.testing import CliRunner
+from golden_data import same
 
 import kcodec
 from kcodec.capture import CapturedFrame, CaptureIssue, iter_capture
@@ -127,9 +128,9 @@ def test_kcodec_json_is_what_kafka_reads(path: Path, oracle: ko.Oracle) -> None:
         where = f"#{f.connection} {f.direction} {f.api_name} v{f.api_version} corr {f.correlation_id}"
         if "error" in answer or answer["remaining"] != 0:
             disagreements.append(f"{where}: Kafka cannot read the body: {answer}")
-        elif not ko.same(answer["json"], ours["body"]):
+        elif not same(answer["json"], ours["body"]):
             disagreements.append(f"{where}: Kafka {answer['json']} != kcodec {ours['body']}")
-        if not ko.same(head["json"], ours["header"]):
+        if not same(head["json"], ours["header"]):
             disagreements.append(f"{where}: header: Kafka {head['json']} != kcodec {ours['header']}")
     assert disagreements == []
 

@@ -10,7 +10,7 @@ draw of ``kcodec.strategies`` examples must agree both ways:
 - Kafka encodes kcodec's JSON (``<Name>DataJsonConverter.read`` then ``size``/``write``) to the bytes
   ``kcodec.encode`` gives for the same JSON.
 
-The JSON is compared exactly as the golden tests do (``kafka_oracle.same``: 1 is not 1.0, -0.0 is not
+The JSON is compared exactly as the golden tests do (``golden_data.same``: 1 is not 1.0, -0.0 is not
 0.0).  One normalisation, in the oracle itself: Kafka's JsonConverter writes every non-null ``records``
 field as an empty value (KIP-673), so the oracle puts the record bytes of the decoded message there.
 Unknown tagged fields are drawn too: Kafka keeps them out of its JSON as kcodec does, so the decode
@@ -40,6 +40,7 @@ from typing import Any
 
 import kafka_oracle as ko
 import pytest
+from golden_data import same
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 import kcodec
@@ -205,7 +206,7 @@ def test_kafka_decodes_kcodec_bytes_to_kcodec_json(oracle: ko.Oracle) -> None:
             outcome.disagree(name, v, data, f"Kafka refused: {got['error']}")
         elif got["remaining"] != 0:
             outcome.disagree(name, v, data, f"Kafka left {got['remaining']} bytes")
-        elif not ko.same(got["json"], want):
+        elif not same(got["json"], want):
             outcome.disagree(name, v, data, f"Kafka JSON {got['json']} != kcodec {want}")
         else:
             outcome.agreed(name, v)
