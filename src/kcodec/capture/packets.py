@@ -1,23 +1,17 @@
 """Stage 1a: the packet records of a pcap or pcapng file, streamed, optionally one byte range of it.
 
 :func:`iter_packets` yields :class:`RawPacket` (link-layer bytes, capture time, link type) and
-:class:`~kcodec.capture.events.CaptureIssue` (kind ``capture-file``) for damage, in file order. It
-reads the file in blocks (memory: one block plus one record), from a path, ``"-"`` (standard input)
-or a binary file object.
+:class:`~kcodec.capture.events.CaptureIssue` (kind ``capture-file``) for damage, in file order, read in
+blocks (memory: one block plus one record) from a path, ``"-"`` (standard input) or a file object.
 
-The record framing is read here rather than with dpkt's readers because a damaged file must not end
-the reading: a record header with an absurd length or an impossible timestamp is reported, and the
-reader resynchronises on the next plausible record (a header whose length fits the snap length, whose
-timestamp is near the last good one, and which is followed by another plausible header or by the end
-of the data). A file cut anywhere (inside the file header, a record header or a record's data) is
-reported with the byte offset; the captured part of a cut record is still yielded.
-
-Byte ranges (``start``/``end``) let a distributed job read one split of a large file: reading starts
-at the first plausible record at or after ``start`` (the file header is read from offset 0 first) and
-stops after the record that starts before ``end``, so that splits ``[0, a)``, ``[a, b)``, ... read
-every record exactly once.
+Records are framed here, not by dpkt, so that damage does not end the reading: a record header with
+an absurd length or timestamp is reported, and reading resumes at the next plausible record (its
+length fits the snap length, its time is near the last good one, another plausible header or the end
+follows). A file cut anywhere is reported with the byte offset; a cut record's captured part is
+still yielded. A byte range (``start``/``end``, for one split of a distributed job) starts at the
+first plausible record at or after ``start`` and stops after the record that starts before ``end``,
+so that splits ``[0, a)``, ``[a, b)``, ... read every record exactly once.
 """
-
 from __future__ import annotations
 
 import struct
@@ -34,10 +28,9 @@ from kcodec.errors import KcodecError
 __all__ = ["CaptureFileError", "RawPacket", "RecordMaker", "iter_packets", "iter_records"]
 
 _T = TypeVar("_T")
-#: What :func:`iter_records` turns each packet record into: called with (packet number, record
-#: offset in the file, time, link type, buffer, start, stop, file offset of the data or -1), where
-#: ``buffer[start:stop]`` is the captured data (the buffer may hold other records too: a reader's
-#: block, read without a copy); returns the item to yield, or None for nothing. It must not raise.
+#: What :func:`iter_records` turns each record into: called with (packet number, record offset, time,
+#: link type, buffer, start, stop, file offset of the data or -1), ``buffer[start:stop]`` being the data
+#: (a reader's block, no copy); returns the item to yield, or None for nothing. It must not raise.
 RecordMaker = Callable[[int, int, float, int, bytes, int, int, int], _T | None]
 
 #: Record lengths above this are taken as damage whatever the snap length says (jumbo frames and TSO
@@ -401,13 +394,8 @@ class _Pcap:
             index += 1
             r.pos += 16
             if frac == frac_max:  # some writers (dpkt's among them) round up to a whole second
-                yield _issue(
-                    ts,
-                    f"packet {index}: timestamp fraction {frac} (a whole second) read as the next second",
-                    label,
-                    rec_at,
-                    16,
-                )
+                note = f"packet {index}: timestamp fraction {frac} (a whole second) read as the next second"
+                yield _issue(ts, note, label, rec_at, 16)
             if not r.need(incl):
                 data = r.rest()
                 yield _issue(
