@@ -345,7 +345,7 @@ def test_java_transactional_copy_of_10000_messages_with_aborts_loses_and_duplica
     # Unlike the librdkafka copy, no transactional id is expired mid-copy: KafkaProducer 4.4 makes an
     # InvalidPidMappingException fatal (TransactionManager.maybeTransitionToErrorState, and
     # AddOffsetsToTxnHandler), against Apache Kafka as here, so there is nothing to recover from.
-    from test_broker_transactions import read_to_end
+    from test_broker_transactions import assert_exact_copy
 
     c = cluster
     c.create_topic("src", COPY_PARTITIONS)
@@ -359,25 +359,7 @@ def test_java_transactional_copy_of_10000_messages_with_aborts_loses_and_duplica
     assert n["committed"] == COPY_MESSAGES and n["recovered"] == 0, n
     assert n["aborted_by_app"] >= 3 and n["aborted_written"] > 0, n
 
-    copied = read_to_end(c.bootstrap, "dst", COPY_PARTITIONS, "read_committed")
-    values = [m.value() for m in copied]
-    assert len(values) == COPY_MESSAGES, (len(values), n)
-    assert set(values) == {b"m-%05d" % i for i in range(COPY_MESSAGES)}
-    for part in range(COPY_PARTITIONS):  # each partition in the source's order
-        seq = [int(m.value()[2:]) for m in copied if m.partition() == part]
-        assert seq == list(range(part, COPY_MESSAGES, COPY_PARTITIONS))
-    # read_uncommitted also sees the records of the aborted transactions (never the markers)
-    uncommitted = len(read_to_end(c.bootstrap, "dst", COPY_PARTITIONS, "read_uncommitted"))
-    assert uncommitted == COPY_MESSAGES + n["aborted_written"], (uncommitted, n)
-    g = c.call(lambda: c.state.groups.groups["copy-group"].offsets)
-    assert {k: v.offset for k, v in g.items()} == {
-        ("src", p): c.describe("src", p).log_end_offset for p in range(COPY_PARTITIONS)
-    }
-    used = c.request_counts()
-    assert {"AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn", "InitProducerId"} <= set(
-        used
-    )
-    print("used:", used)
+    assert_exact_copy(c, n)
 
 
 def test_java_producer_fails_fatally_when_the_coordinator_forgot_its_transactional_id(

@@ -275,26 +275,7 @@ def test_transactional_copy_of_10000_messages_with_aborts_loses_and_duplicates_n
     # epoch, so the transaction after it fails once more (AddPartitionsToTxn), and that abort bumps.
     assert n["aborted_by_app"] >= 3 and n["aborted_written"] > 0 and n["recovered"] >= 1
 
-    copied = read_to_end(c.bootstrap, "dst", COPY_PARTITIONS, "read_committed")
-    values = [m.value() for m in copied]
-    assert len(values) == COPY_MESSAGES, (len(values), n)
-    assert set(values) == {b"m-%05d" % i for i in range(COPY_MESSAGES)}
-    for part in range(COPY_PARTITIONS):  # each partition in the source's order
-        seq = [int(m.value()[2:]) for m in copied if m.partition() == part]
-        assert seq == sorted(seq) == list(range(part, COPY_MESSAGES, COPY_PARTITIONS))
-    # read_uncommitted also sees the records of the aborted transactions (never the markers)
-    uncommitted = len(read_to_end(c.bootstrap, "dst", COPY_PARTITIONS, "read_uncommitted"))
-    assert uncommitted == COPY_MESSAGES + n["aborted_written"], (uncommitted, n)
-    # the group's offsets were committed in the transactions: the whole source
-    g = c.call(lambda: c.state.groups.groups["copy-group"].offsets)
-    assert {k: v.offset for k, v in g.items()} == {
-        ("src", p): c.describe("src", p).log_end_offset for p in range(COPY_PARTITIONS)
-    }
-    used = c.request_counts()
-    assert {"AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn", "InitProducerId"} <= set(
-        used
-    )
-    print("used:", used)
+    assert_exact_copy(c, n)
 
 
 # --- real clients: kafka-python ----------------------------------------------------------------------------
@@ -407,3 +388,29 @@ def test_kafka_python_transactional_copy_with_an_abort(cluster3: MockCluster) ->
     copied = read_to_end(c.bootstrap, "kout", 2, "read_committed")
     assert sorted(m.value() for m in copied) == [b"k-%04d" % i for i in range(KP_COPY)]
     assert len(read_to_end(c.bootstrap, "kout", 2, "read_uncommitted")) == KP_COPY + aborted
+
+
+def assert_exact_copy(c: Any, n: dict[str, int]) -> None:
+    """The transactional copy of ``src`` to ``dst`` (``n``: the copier's counts) under read_committed:
+    every message exactly once, in the source's order per partition; read_uncommitted also sees the
+    aborted records (never the markers); the group's offsets, committed in the transactions, cover the
+    whole source; the transactional APIs were used."""
+    copied = read_to_end(c.bootstrap, "dst", COPY_PARTITIONS, "read_committed")
+    values = [m.value() for m in copied]
+    assert len(values) == COPY_MESSAGES, (len(values), n)
+    assert set(values) == {b"m-%05d" % i for i in range(COPY_MESSAGES)}
+    for part in range(COPY_PARTITIONS):  # each partition in the source's order
+        seq = [int(m.value()[2:]) for m in copied if m.partition() == part]
+        assert seq == list(range(part, COPY_MESSAGES, COPY_PARTITIONS))
+    # read_uncommitted also sees the records of the aborted transactions (never the markers)
+    uncommitted = len(read_to_end(c.bootstrap, "dst", COPY_PARTITIONS, "read_uncommitted"))
+    assert uncommitted == COPY_MESSAGES + n["aborted_written"], (uncommitted, n)
+    g = c.call(lambda: c.state.groups.groups["copy-group"].offsets)
+    assert {k: v.offset for k, v in g.items()} == {
+        ("src", p): c.describe("src", p).log_end_offset for p in range(COPY_PARTITIONS)
+    }
+    used = c.request_counts()
+    assert {"AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn", "InitProducerId"} <= set(
+        used
+    )
+    print("used:", used)
