@@ -353,6 +353,22 @@ def test_pipeline_cli_on_the_same_session(spark: Any, tmp_path: Path) -> None:
     assert f"tables written to {out}" in result.output
 
 
+def test_a_session_the_command_did_not_start_stays_up(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a fresh machine the tests' own session is the first local run, whose JVM writes Spark's
+    start-up archive as it exits. `kcodec pipeline` run in the same process must not stop that JVM
+    to wait for the archive (it did: every later Spark test met a closed gateway)."""
+    from kcodec.pipeline import session
+
+    jvm = spark.sparkContext._jvm
+    monkeypatch.setattr(session, "_archiving_jvm", [int(jvm.java.lang.ProcessHandle.current().pid())])
+    result = CliRunner().invoke(main, ["pipeline", str(SAMPLE), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "start-up archive" not in result.output
+    assert spark.range(3).count() == 3
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

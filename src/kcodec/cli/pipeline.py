@@ -127,12 +127,14 @@ def pipeline_command(
         rate = r.input_bytes / max(r.seconds, 1e-9)
         speed = f"{rate / 1e6:.1f} MB/s" if rate >= 1e5 else f"{rate / 1e3:.1f} kB/s"
         click.echo(f"tables written to {r.output} in {r.seconds:.1f} s ({speed})")
-    _finish_archive(quiet)
+    if run.started_session:
+        _finish_archive(quiet)
 
 
 def _finish_archive(quiet: bool) -> None:
     """A first local run's JVM writes Spark's start-up archive as it exits: wait for it here, so that
-    no Java process outlives the command."""
+    no Java process outlives the command. Only for a session the command started: one it found
+    running (a test's, a notebook's) belongs to its owner and stays up."""
     from pyspark.sql import SparkSession
 
     from kcodec.pipeline.session import finish_archive, writes_archive

@@ -53,10 +53,13 @@ __all__ = [
 
 @dataclass(slots=True)
 class PipelineRun:
-    """What :func:`run_pipeline` returns: the job's result and its text summary."""
+    """What :func:`run_pipeline` returns: the job's result, its text summary, and whether the run
+    started its Spark session (False when it used one already running in the process: a test's, a
+    notebook's, spark-submit's, which the caller must leave running)."""
 
     result: PipelineResult
     lines: list[str]
+    started_session: bool = False
 
 
 def run_pipeline(
@@ -84,6 +87,9 @@ def run_pipeline(
 
     paths = [str(p) for p in inputs]
     check_local_inputs(paths)
+    from pyspark.sql import SparkSession
+
+    started = SparkSession.getActiveSession() is None
     spark = spark_session(master)
     if ship:
         from kcodec.pipeline.ship import ship_package
@@ -101,4 +107,4 @@ def run_pipeline(
         progress=progress,
         captures_by=captures_by,
     )
-    return PipelineRun(result, summary_lines(result.tables))
+    return PipelineRun(result, summary_lines(result.tables), started)
