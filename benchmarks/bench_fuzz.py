@@ -3,7 +3,7 @@
     python benchmarks/bench_fuzz.py [--seconds 10]
 
 For each broker of tests/fuzz_targets.py (librdkafka's mock cluster, tansu; each in a subprocess on
-127.0.0.1): requests/s of kcodec.client.Connection sending MetadataRequest one at a time (the
+127.0.0.1): requests/s of kcodec.net.client.Connection sending MetadataRequest one at a time (the
 baseline), and of fuzzing sessions: valid generated ApiVersions and Metadata requests of every version
 (one at a time, then 16 pipelined), the same mutated, valid requests of every API, and the default
 mix (80 % mutated), each as a ratio to the baseline. Sessions include generation, judging every reply,
@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fuzz_targets import TARGETS, TargetUnavailable  # noqa: E402
 
 import kcodec  # noqa: E402
-from kcodec.client import Connection  # noqa: E402
 from kcodec.fuzz.session import FuzzConfig, Session  # noqa: E402
+from kcodec.net.client import Connection  # noqa: E402
 
 
 def baseline(host: str, port: int, seconds: float) -> float:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import kcodec
-from kcodec.client import Connection
+from kcodec.net.client import Connection
 from kcodec.records import NewRecord, build_batch, iter_batches
 
 TOPIC = "soak"

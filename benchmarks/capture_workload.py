@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from pcap_build import Conversation, pcap_header, pcap_record  # noqa: E402
 
 import kcodec  # noqa: E402
-from kcodec.model import Uuid  # noqa: E402
+from kcodec.protocol.model import Uuid  # noqa: E402
 from kcodec.records import NewRecord, build_batch  # noqa: E402
 
 TOPICS = [(f"orders-{i:02d}", Uuid(random.Random(i).randbytes(16))) for i in range(30)]

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from workloads import WORKLOADS, Workload
 
 import kcodec
-from kcodec.model import LazyArray
+from kcodec.protocol.model import LazyArray
 
 # --- environment ----------------------------------------------------------------------------------
 

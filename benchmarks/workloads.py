@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kcodec.codec import module
-from kcodec.model import Uuid
+from kcodec.protocol.codec import module
+from kcodec.protocol.model import Uuid
 
 
 @dataclass(frozen=True)

@@ -48,11 +48,11 @@ from typing import Self
 
 from apache_kafka_fetch import KafkaUnavailable, fetch, java_binary, resolve_release
 
-from kcodec.client import Connection
-from kcodec.client_errors import ClientError
-from kcodec.errors import KcodecError
-from kcodec.messages import MetadataRequest, MetadataResponse
-from kcodec.negotiation import handshake
+from kcodec.net.client import Connection
+from kcodec.net.client_errors import ClientError
+from kcodec.net.negotiation import handshake
+from kcodec.protocol.errors import KcodecError
+from kcodec.protocol.messages import MetadataRequest, MetadataResponse
 
 __all__ = [
     "DEFAULT_XMX",

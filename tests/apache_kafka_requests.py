@@ -17,11 +17,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcodec.codec import message_class, message_info
-from kcodec.model import Message
+from kcodec.protocol.codec import message_class, message_info
+from kcodec.protocol.model import Message
+from kcodec.protocol.schema import MessageInfo
+from kcodec.protocol.values import Uuid
 from kcodec.records import NewRecord, build_batch
-from kcodec.schema import MessageInfo
-from kcodec.values import Uuid
 
 __all__ = ["BUILDERS", "Ctx", "make", "request_for"]
 

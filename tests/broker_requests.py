@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import kcodec
-from kcodec.model import Uuid
+from kcodec.protocol.model import Uuid
 from kcodec.records import NewRecord, build_batch
 
 

@@ -9,8 +9,8 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
-from kcodec.codec import message_info
-from kcodec.wirewalk import Enter, Span, walk_info
+from kcodec.protocol.codec import message_info
+from kcodec.protocol.wirewalk import Enter, Span, walk_info
 
 _SPLIT = re.compile(r"[.\[]")
 

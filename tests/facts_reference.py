@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcodec.codec import message_info
 from kcodec.codegen.plan_facts import KEY_VALUES, PARTITION_IDS, PARTITION_VALUES, TOPIC_NAMES
-from kcodec.facts_model import Facts, PartitionFacts
-from kcodec.model import Message, Uuid
+from kcodec.protocol.codec import message_info
+from kcodec.protocol.facts_model import Facts, PartitionFacts
+from kcodec.protocol.model import Message, Uuid
 
 _TOPIC_NAMES = TOPIC_NAMES
 _PARTITION_IDS = PARTITION_IDS

@@ -13,7 +13,7 @@ from typing import Any
 from loop_server import LoopServer
 
 import kcodec
-from kcodec.frames import RequestFrame
+from kcodec.protocol.frames import RequestFrame
 
 Session = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 

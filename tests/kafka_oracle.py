@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from kcodec.schema import FieldInfo, MessageInfo, in_range
+from kcodec.protocol.schema import FieldInfo, MessageInfo, in_range
 
 SOURCE = Path(__file__).resolve().parent / "oracle" / "KafkaOracle.java"
 MAIN_CLASS = "KafkaOracle"

@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import Any
 
 import kcodec
-from kcodec.client import parse_host_port
+from kcodec.net.client import parse_host_port
 
 __all__ = ["MockCluster", "MockUnavailable", "find_librdkafka", "load_librdkafka"]
 

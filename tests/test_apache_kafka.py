@@ -15,8 +15,8 @@ from apache_kafka import ApacheKafkaBrokers, KafkaCluster, unavailable
 from apache_kafka_broker import KafkaStartError
 from apache_kafka_fetch import KafkaUnavailable, cached_classpath, missing_requirements
 
-from kcodec.client import Connection
-from kcodec.messages import MetadataRequest, MetadataResponse
+from kcodec.net.client import Connection
+from kcodec.protocol.messages import MetadataRequest, MetadataResponse
 
 ROOT = Path(__file__).resolve().parent.parent
 

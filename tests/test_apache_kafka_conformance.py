@@ -31,15 +31,15 @@ import pytest
 from apache_kafka import KafkaCluster
 from apache_kafka_requests import Ctx, make, request_for
 
-from kcodec.client import Connection
-from kcodec.client_errors import ClientError, ConnectionClosedError
-from kcodec.codec import message_info
-from kcodec.errors import KcodecError
-from kcodec.frames import decode_response, encode_request, encode_response
-from kcodec.jsonconv import to_json
-from kcodec.messages import ListOffsetsResponse, MetadataRequest, MetadataResponse
-from kcodec.negotiation import handshake
-from kcodec.registry import api
+from kcodec.net.client import Connection
+from kcodec.net.client_errors import ClientError, ConnectionClosedError
+from kcodec.net.negotiation import handshake
+from kcodec.protocol.codec import message_info
+from kcodec.protocol.errors import KcodecError
+from kcodec.protocol.frames import decode_response, encode_request, encode_response
+from kcodec.protocol.jsonconv import to_json
+from kcodec.protocol.messages import ListOffsetsResponse, MetadataRequest, MetadataResponse
+from kcodec.protocol.registry import api
 
 pytestmark = pytest.mark.apache_kafka
 

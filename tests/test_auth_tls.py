@@ -1,4 +1,4 @@
-"""SASL (PLAIN, SCRAM-SHA-256/512) and TLS in kcodec.client, against a broker built on kcodec's codecs
+"""SASL (PLAIN, SCRAM-SHA-256/512) and TLS in kcodec.net.client, against a broker built on kcodec's codecs
 (tests/auth_broker.py) that independent clients (kafka-python, librdkafka) also log in to, and TLS
 in front of librdkafka's mock cluster (tests/tls_proxy.py). Certificates are made by the test."""
 
@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 import trustme
+from auth_broker import AuthBroker
 
 import kcodec
-from auth_broker import AuthBroker
-from kcodec.client import AsyncConnection, Connection, tls_context
-from kcodec.client_errors import BrokerConnectionError, SaslAuthenticationError
-from kcodec.errors import InvalidArgumentError
-from kcodec.sasl import SaslCredentials, SaslExchange, ScramMechanism
+from kcodec.net.client import AsyncConnection, Connection, tls_context
+from kcodec.net.client_errors import BrokerConnectionError, SaslAuthenticationError
+from kcodec.net.sasl import SaslCredentials, SaslExchange, ScramMechanism
+from kcodec.protocol.errors import InvalidArgumentError
 
 USERS = {"alice": "s3cret", "bob,=x": "pässword"}
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")

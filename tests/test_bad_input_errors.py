@@ -10,8 +10,8 @@ import pytest
 
 import kcodec
 import kcodec.records as records
-from kcodec.client_errors import NotInFlightError
-from kcodec.errors import (
+from kcodec.net.client_errors import NotInFlightError
+from kcodec.protocol.errors import (
     EncodeError,
     InvalidArgumentError,
     JsonError,
@@ -20,7 +20,7 @@ from kcodec.errors import (
     UnsupportedVersionError,
     WrongTypeError,
 )
-from kcodec.model import Uuid
+from kcodec.protocol.model import Uuid
 
 FetchRequest = kcodec.message_class("FetchRequest")
 FetchResponse = kcodec.message_class("FetchResponse")
@@ -97,7 +97,7 @@ def test_bad_input_raises_a_kcodec_error(
 
 
 def test_receive_of_unknown_correlation_id_is_a_kcodec_key_error() -> None:
-    from kcodec.client import Connection
+    from kcodec.net.client import Connection
 
     conn = Connection("127.0.0.1", 9)
     with pytest.raises(NotInFlightError) as exc:

@@ -14,8 +14,8 @@ import pytest
 
 from kcodec import message_class
 from kcodec.broker import MockCluster
-from kcodec.client import Connection, parse_host_port
-from kcodec.negotiation import handshake
+from kcodec.net.client import Connection, parse_host_port
+from kcodec.net.negotiation import handshake
 
 KCODEC = [sys.executable, "-m", "kcodec.cli"]
 

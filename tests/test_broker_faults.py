@@ -17,9 +17,9 @@ from test_broker_raw import CASES, conn_to, partition_of, sample, topic_id
 
 import kcodec
 from kcodec.broker import BrokerError, MockCluster
-from kcodec.client_errors import ConnectionClosedError
-from kcodec.error_codes import ErrorCode
 from kcodec.fencing import metadata_staleness, partition_epochs
+from kcodec.net.client_errors import ConnectionClosedError
+from kcodec.protocol.error_codes import ErrorCode
 
 QUIET = {"log_level": 0}
 

@@ -15,8 +15,8 @@ import pytest
 from java_driver import JavaRun, needs_java, records, run
 
 from kcodec.broker import MockCluster
+from kcodec.protocol.registry import api
 from kcodec.records import NewRecord
-from kcodec.registry import api
 
 pytestmark = pytest.mark.interop
 POLLS = 300  # the driver's cap on polls (1 s each at most): a safety net, the runs end on counts

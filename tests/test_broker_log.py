@@ -12,7 +12,7 @@ import kcodec
 from kcodec.broker import AsyncMockCluster, BrokerConfig
 from kcodec.broker.groups import GroupState
 from kcodec.broker.log import PartitionLog
-from kcodec.error_codes import ErrorCode
+from kcodec.protocol.error_codes import ErrorCode
 from kcodec.records import NewRecord, build_batch, iter_batches
 
 

@@ -22,12 +22,12 @@ from kcodec.broker import AsyncMockCluster, BrokerConfig, MockCluster
 from kcodec.broker.errors import BrokerError
 from kcodec.broker.handlers import ROUTES, served_versions
 from kcodec.broker.server import BrokerServer, Close
-from kcodec.client import Connection
-from kcodec.client_errors import ConnectionClosedError
-from kcodec.error_codes import ErrorCode
-from kcodec.negotiation import handshake, negotiate
+from kcodec.net.client import Connection
+from kcodec.net.client_errors import ConnectionClosedError
+from kcodec.net.negotiation import handshake, negotiate
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.sentinels import LEADER_EPOCH_DURING_DELETE, NO_LEADER_EPOCH
 from kcodec.records import NewRecord, iter_batches
-from kcodec.sentinels import LEADER_EPOCH_DURING_DELETE, NO_LEADER_EPOCH
 
 FENCED, UNKNOWN = ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH
 

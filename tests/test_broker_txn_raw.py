@@ -14,8 +14,8 @@ import txn_requests as tq
 from kcodec.broker import MockCluster
 from kcodec.broker.transactions import now_ms, offsets_partition_for
 from kcodec.broker.txn_log import AbortedTxn, PartitionTxns
-from kcodec.client import Connection
-from kcodec.error_codes import ErrorCode
+from kcodec.net.client import Connection
+from kcodec.protocol.error_codes import ErrorCode
 from kcodec.records import ControlType, NewRecord, build_batch, iter_batches, parse_control_record
 
 E = ErrorCode

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from kcodec.capture import ConnectionDecoder
-from kcodec.codec import message_class
-from kcodec.frames import encode_request, encode_response
+from kcodec.protocol.codec import message_class
+from kcodec.protocol.frames import encode_request, encode_response
 
 ROOT = Path(__file__).resolve().parent.parent
 GROUPS = ROOT / "tests" / "captures" / "consumer_groups.pcap"

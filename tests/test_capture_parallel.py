@@ -446,7 +446,7 @@ def test_a_plain_row_goes_as_its_lines_unless_it_waits_for_the_parent(busy: Path
     from kcodec.cli.capture_filters import EventFilter
     from kcodec.cli.capture_table import TableWriter
     from kcodec.cli.parallel_items import _table_frame, frame_item, from_pending_again
-    from kcodec.json_values import uuid_text
+    from kcodec.protocol.json_values import uuid_text
 
     plain = TableWriter(out=io.StringIO())
     tags: dict[str, int] = {}

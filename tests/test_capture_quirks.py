@@ -1,4 +1,4 @@
-"""Off-spec frames of real peers, read into their real values (kcodec.quirks through kcodec.capture).
+"""Off-spec frames of real peers, read into their real values (kcodec.protocol.quirks through kcodec.capture).
 
 ``tests/captures/mock_quirks.pcap`` was recorded by ``tools/record_quirks_capture.py``: librdkafka
 2.16 (confluent-kafka) and kafka-python 3.0.12 against librdkafka's mock cluster."""
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kcodec.capture import CapturedFrame, CaptureIssue, iter_capture
-from kcodec.quirks import QUIRKS, diagnose_api_versions_reply
+from kcodec.protocol.quirks import QUIRKS, diagnose_api_versions_reply
 
 CAPTURE = Path(__file__).parent / "captures" / "mock_quirks.pcap"
 

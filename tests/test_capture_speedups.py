@@ -373,9 +373,9 @@ def test_table_frame_row_is_the_head_and_parts(
 
 def _reference_frame(data: bytes, request: bool, key: int, version: int) -> object:
     """What decode_request / decode_response gave when they ran decode_at for header and body."""
-    from kcodec.codec import decode_at
-    from kcodec.errors import DecodeError, KcodecError, TrailingBytesError
-    from kcodec.registry import api
+    from kcodec.protocol.codec import decode_at
+    from kcodec.protocol.errors import DecodeError, KcodecError, TrailingBytesError
+    from kcodec.protocol.registry import api
 
     try:
         size = int.from_bytes(data[:4], "big", signed=True)
@@ -400,8 +400,8 @@ def _reference_frame(data: bytes, request: bool, key: int, version: int) -> obje
 
 
 def _frame_outcome(data: bytes | bytearray | memoryview, request: bool, key: int, version: int) -> object:
-    from kcodec.errors import DecodeError, KcodecError, TrailingBytesError
-    from kcodec.frames import decode_request, decode_response
+    from kcodec.protocol.errors import DecodeError, KcodecError, TrailingBytesError
+    from kcodec.protocol.frames import decode_request, decode_response
 
     size = int.from_bytes(data[:4], "big", signed=True)
     if len(data) < 4 or size < 0 or 4 + size != len(data):

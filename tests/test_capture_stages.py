@@ -16,9 +16,9 @@ import kcodec
 from kcodec.capture import (
     SEGMENT_SCHEMA,
     CaptureDecoder,
+    CapturedFrame,
     CaptureFileError,
     CaptureIssue,
-    CapturedFrame,
     ConnectionDecoder,
     HalfStream,
     RawPacket,

@@ -20,8 +20,8 @@ from click.testing import CliRunner
 import kcodec
 from kcodec.capture import CapturedFrame, CaptureIssue, iter_capture
 from kcodec.cli import main
-from kcodec.codec import message_class, message_info
-from kcodec.errors import DecodeError
+from kcodec.protocol.codec import message_class, message_info
+from kcodec.protocol.errors import DecodeError
 
 ROOT = Path(__file__).resolve().parent.parent
 # The sample as recorded against librdkafka's mock cluster (before samples/sample.pcap was re-recorded
@@ -63,7 +63,7 @@ def test_apis_table_says_no_released_version_is_missing() -> None:
 
 def test_no_released_version_lacks_a_codec() -> None:
     """Every version of every API any listed Apache Kafka release (2.2 … 4.4) ships has a codec."""
-    from kcodec.coverage import released_versions, version_gaps
+    from kcodec.protocol.coverage import released_versions, version_gaps
 
     assert version_gaps() == {}
     released = released_versions()
@@ -74,7 +74,7 @@ def test_no_released_version_lacks_a_codec() -> None:
 
 
 def test_gaps_are_found_and_listed() -> None:
-    from kcodec.coverage import find_gaps
+    from kcodec.protocol.coverage import find_gaps
 
     released = {1: ("Fetch", {0, 1, 2}), 99: ("Future", {0})}
     gaps = find_gaps(released, {1: [0, 1]})
@@ -656,7 +656,7 @@ def test_capture_corrupt_body_is_a_typed_error(synthetic: Path) -> None:
     assert (frame.api_key, frame.api_version, frame.correlation_id) == (3, 12, 3)
     d = frame.to_dict()
     assert d["error"]["type"] == "DecodeError" and d["error"]["offset"] == frame.error.offset
-    # what precedes the bad varint is shown, marked partial (kcodec.partial)
+    # what precedes the bad varint is shown, marked partial (kcodec.protocol.partial)
     assert d["partial"] is True and d["body"] == {"topics": [{"topicId": "AAAAAAAAAAAAAAAAAAD__w"}]}
     assert d["header"] is not None and d["diagnostics"][-2].startswith("partial body: MetadataRequest v12")
 

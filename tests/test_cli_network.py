@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 import trustme
-from click.testing import CliRunner, Result
-
 from auth_broker import AuthBroker
+from click.testing import CliRunner, Result
 from fake_broker import FakeBroker
-from kcodec.cli import main
 from rdkafka_mock import MockCluster, MockUnavailable
 from tls_proxy import TlsProxy
+
+from kcodec.cli import main
 
 SASL_ENV = {"KCODEC_SASL_USERNAME": "alice", "KCODEC_SASL_PASSWORD": "s3cret"}
 

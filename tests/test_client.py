@@ -1,4 +1,4 @@
-"""kcodec.client against an in-process fake broker on 127.0.0.1: correlation, pipelining, timeouts,
+"""kcodec.net.client against an in-process fake broker on 127.0.0.1: correlation, pipelining, timeouts,
 typed errors, socket closing."""
 
 from __future__ import annotations
@@ -11,20 +11,20 @@ import pytest
 from fake_broker import FakeBroker, api_versions_response, frame, read_request
 
 import kcodec
-from kcodec.client import AsyncConnection, Connection, parse_host_port
-from kcodec.client_errors import (
+from kcodec.net.client import AsyncConnection, Connection, parse_host_port
+from kcodec.net.client_errors import (
     BrokerConnectionError,
     ClientError,
     ConnectionClosedError,
     ProtocolError,
     RequestTimeoutError,
 )
-from kcodec.errors import DecodeError, KcodecError
+from kcodec.protocol.errors import DecodeError, KcodecError
 
 REQ = kcodec.message_class("ApiVersionsRequest")
 
 
-def _req() -> kcodec.model.Message:
+def _req() -> kcodec.protocol.model.Message:
     return REQ(client_software_name="kcodec-test", client_software_version="1")
 
 

@@ -16,9 +16,14 @@ import pytest
 from construct import ConstructError, Container
 
 import kcodec
-from kcodec.construct_backend import UNKNOWN_TAGGED_FIELDS, construct_schema, from_container, to_container
-from kcodec.errors import UnknownMessageError, UnsupportedVersionError
-from kcodec.model import Uuid
+from kcodec.protocol.construct_backend import (
+    UNKNOWN_TAGGED_FIELDS,
+    construct_schema,
+    from_container,
+    to_container,
+)
+from kcodec.protocol.errors import UnknownMessageError, UnsupportedVersionError
+from kcodec.protocol.model import Uuid
 
 _BY_MESSAGE: dict[str, list[dict[str, Any]]] = defaultdict(list)
 for _case in g.message_cases():

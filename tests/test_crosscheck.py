@@ -2,8 +2,8 @@
 
 The golden fixtures come from Apache Kafka 3.9.0, so versions newer than 3.9.0's highest (e.g.
 FetchRequest v18, ProduceRequest v12-13, MetadataRequest v13) have no Java-made bytes to compare with.
-For each such (message, version), hypothesis draws messages with ``kcodec.strategies``, kcodec encodes
-them, and each peer library decodes the bytes; then the peer's field values must equal kcodec's, the
+For each such (message, version), hypothesis draws messages with ``kcodec.protocol.strategies``, kcodec
+encodes them, and each peer library decodes the bytes; then the peer's field values must equal kcodec's, the
 peer's re-encoding must be byte-identical, and kcodec must decode the peer's bytes to the message.
 
 Peers (test-only dependencies, the ``test`` extra):
@@ -35,10 +35,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kcodec
-from kcodec import strategies
-from kcodec.codec import message_info
-from kcodec.model import Message, Struct
-from kcodec.schema import MessageInfo
+from kcodec.protocol import strategies
+from kcodec.protocol.codec import message_info
+from kcodec.protocol.model import Message, Struct
+from kcodec.protocol.schema import MessageInfo
 
 pytest.importorskip("kio", reason="kio (test extra) is not installed")
 pytest.importorskip("kafka.protocol.api_message", reason="kafka-python (test extra) is not installed")

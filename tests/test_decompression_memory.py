@@ -21,7 +21,7 @@ from typing import Any
 import cramjam
 import pytest
 
-from kcodec.errors import KcodecError
+from kcodec.protocol.errors import KcodecError
 from kcodec.records import Compression, NewRecord, build_batch, iter_batches, lz4frame
 from kcodec.records import compression as comp
 from kcodec.records.errors import DecompressedSizeError, DecompressionError

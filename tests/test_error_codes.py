@@ -1,4 +1,4 @@
-"""The error-code table (kcodec.error_codes) agrees with two independent sources: kio's ErrorCode
+"""The error-code table (kcodec.protocol.error_codes) agrees with two independent sources: kio's ErrorCode
 (generated from Kafka's sources) and kafka-python's error classes."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import kafka.errors as kp_errors
 import pytest
 from kio.schema.errors import ErrorCode as KioErrorCode
 
-from kcodec import sentinels
-from kcodec.error_codes import ErrorCode, error_name, is_retriable
+from kcodec.protocol import sentinels
+from kcodec.protocol.error_codes import ErrorCode, error_name, is_retriable
 
 # Names kafka-python still spells the pre-rename way (Kafka renamed these codes over the years).
 KAFKA_PYTHON_OLD_NAMES = {

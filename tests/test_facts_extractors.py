@@ -14,7 +14,6 @@ from facts_reference import reference_facts
 from hypothesis import HealthCheck, Phase, given, settings
 
 import kcodec
-from kcodec import strategies
 from kcodec.capture.facts import (
     Facts,
     PartitionFacts,
@@ -27,7 +26,8 @@ from kcodec.capture.facts import (
     frame_facts,
 )
 from kcodec.capture.topics import TopicDirectory, named_ids, unnamed_ids
-from kcodec.errors import UnknownMessageError, UnsupportedVersionError
+from kcodec.protocol import strategies
+from kcodec.protocol.errors import UnknownMessageError, UnsupportedVersionError
 
 
 def _ordered(facts: Any) -> Any:

@@ -10,9 +10,14 @@ import gc
 import pytest
 
 import kcodec
-from kcodec import codec
-from kcodec.errors import DecodeError, TrailingBytesError, UnknownMessageError, UnsupportedVersionError
-from kcodec.model import Message
+from kcodec.protocol import codec
+from kcodec.protocol.errors import (
+    DecodeError,
+    TrailingBytesError,
+    UnknownMessageError,
+    UnsupportedVersionError,
+)
+from kcodec.protocol.model import Message
 
 
 def api_versions(n: int, tagged_at: tuple[int, ...] = ()) -> Message:
@@ -94,10 +99,10 @@ def test_encode_chunks_keep_large_values_uncopied() -> None:
 
 
 def test_blobs_lay_out_large_values_where_they_were_written() -> None:
-    """``kcodec.blobs``: large values set aside at the offset they go (the start, back to back, the
+    """``kcodec.protocol.blobs``: large values set aside at the offset they go (the start, back to back, the
     end) come out in order with the bytes around them, without empty parts and uncopied."""
-    from kcodec.blobs import blob, joined, parts
-    from kcodec.chunked import ChunkedOut
+    from kcodec.protocol.blobs import blob, joined, parts
+    from kcodec.protocol.chunked import ChunkedOut
 
     big, other = bytes(range(256)) * 40, memoryview(b"y" * 9000)
     out = ChunkedOut()
@@ -119,7 +124,7 @@ def test_blobs_lay_out_large_values_where_they_were_written() -> None:
 def test_records_lengths_written_in_place_are_kafkas_varints(size: int) -> None:
     """Compact lengths of one to three varint bytes are written in place (no write_uvarint call): at
     every byte-count boundary they are the varint write_uvarint writes, in every entry point."""
-    from kcodec._wire import write_uvarint
+    from kcodec.protocol._wire import write_uvarint
 
     cls = kcodec.message_class("ProduceRequest")
     topic, part = cls.TopicProduceData, cls.PartitionProduceData  # type: ignore[attr-defined]
@@ -193,7 +198,7 @@ def test_large_bodies_pause_the_collector_and_restore_its_state(was_enabled: boo
 
 @pytest.mark.parametrize("version", [0, 3])
 def test_same_width_elements_written_in_place_still_name_the_bad_field(version: int) -> None:
-    from kcodec.errors import EncodeError
+    from kcodec.protocol.errors import EncodeError
 
     msg = api_versions(5)
     msg.api_keys[2].min_version = 70000
@@ -240,7 +245,7 @@ def test_elements_read_in_place_report_errors_at_the_element() -> None:
 
 @pytest.mark.parametrize("version", [1, 9, 12])
 def test_elements_written_in_place_report_errors_at_the_element(version: int) -> None:
-    from kcodec.errors import EncodeError
+    from kcodec.protocol.errors import EncodeError
 
     cls = kcodec.message_class("MetadataResponse")
     topic, part = cls.MetadataResponseTopic, cls.MetadataResponsePartition  # type: ignore[attr-defined]
@@ -269,7 +274,7 @@ def test_a_bool_is_not_a_version_even_once_the_int_one_is_cached() -> None:
 @pytest.mark.parametrize("version", [0, 4, 6, 10])
 def test_nested_elements_written_in_place_report_errors_at_the_inner_element(version: int) -> None:
     """ListOffsets topics are written in the loop of the request, their partitions in the topic's."""
-    from kcodec.errors import EncodeError
+    from kcodec.protocol.errors import EncodeError
 
     cls = kcodec.message_class("ListOffsetsRequest")
     topic, part = cls.ListOffsetsTopic, cls.ListOffsetsPartition  # type: ignore[attr-defined]
@@ -298,7 +303,7 @@ def _foreign(value: object, make: str, element: bool = False) -> object:
     array elements keep their class (a struct field's default is compared with one of its class)."""
     from types import SimpleNamespace
 
-    from kcodec.model import Struct
+    from kcodec.protocol.model import Struct
 
     if isinstance(value, list):
         return [_foreign(v, make, True) for v in value]
@@ -346,7 +351,7 @@ def test_elements_of_another_class_are_written_as_the_struct_class_writes_them(
     """The compiled build reads elements of exactly their struct's class through native attributes and
     hands any other object to the element's own encoder: the bytes, and the errors, stay the pure
     build's (which reads every element by attribute name)."""
-    from kcodec.errors import EncodeError
+    from kcodec.protocol.errors import EncodeError
 
     msg = _richest(name, version)
     data = kcodec.encode(msg, version)

@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kcodec.error_codes import ErrorCode
 from kcodec.fencing import (
     EpochEndOffset,
     EpochEntry,
@@ -33,7 +32,8 @@ from kcodec.fencing import (
     truncate_epochs,
 )
 from kcodec.fencing.metadata import StaleReason
-from kcodec.sentinels import (
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.sentinels import (
     LEADER_EPOCH_DURING_DELETE,
     NO_LEADER_EPOCH,
     NO_PRODUCER_EPOCH,
@@ -282,7 +282,7 @@ def test_a_recreated_topic_is_accepted_whatever_its_epochs() -> None:
 
 def test_topic_ids_from_a_decoded_response() -> None:
     import kcodec
-    from kcodec.model import Uuid
+    from kcodec.protocol.model import Uuid
 
     cls = kcodec.message_class("MetadataResponse")
     t = cls.MetadataResponseTopic  # type: ignore[attr-defined]

@@ -50,8 +50,8 @@ import pytest
 from apache_kafka import KafkaCluster
 
 from kcodec.broker import MockCluster
-from kcodec.client import Connection
-from kcodec.error_codes import ErrorCode
+from kcodec.net.client import Connection
+from kcodec.protocol.error_codes import ErrorCode
 
 pytestmark = pytest.mark.apache_kafka
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from release_jars import release_jar
 
-from kcodec.fingerprint import fingerprint, known_releases
+from kcodec.net.fingerprint import fingerprint, known_releases
 
 SOURCE = Path(__file__).resolve().parent / "java" / "BrokerApiVersions.java"
 RELEASES = ("3.9.0", "3.9.2", "4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0")

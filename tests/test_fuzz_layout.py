@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kcodec
-from kcodec import strategies
-from kcodec.codec import message_info
 from kcodec.codegen.generate import merged_messages
 from kcodec.codegen.planner import specs_by_set
-from kcodec.errors import DecodeError
 from kcodec.fuzz.layout import LENGTH_KINDS, Span, layout
+from kcodec.protocol import strategies
+from kcodec.protocol.codec import message_info
+from kcodec.protocol.errors import DecodeError
 
 ROOT = Path(__file__).resolve().parents[1]
 _STEP = re.compile(r"([a-z0-9_]+)(?:\[(\d+)\])?")

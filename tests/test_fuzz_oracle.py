@@ -15,11 +15,11 @@ from fake_broker import FakeBroker, api_versions_response, frame
 
 import kcodec
 from kcodec.cli import main
-from kcodec.error_codes import ErrorCode
 from kcodec.fuzz.findings import Finding, FindingStore, load_finding, minimize
 from kcodec.fuzz.oracle import KINDS, Sent, judge
 from kcodec.fuzz.session import FuzzConfig, FuzzError, FuzzStats, Session
 from kcodec.fuzz.wire import Reply, request_frame
+from kcodec.protocol.error_codes import ErrorCode
 
 HB = kcodec.api("Heartbeat").key
 

@@ -14,7 +14,7 @@ import pytest
 from golden_data import same
 
 import kcodec
-from kcodec.errors import NullValueError, UnsupportedVersionError
+from kcodec.protocol.errors import NullValueError, UnsupportedVersionError
 
 MESSAGE_CASES = g.message_cases()
 

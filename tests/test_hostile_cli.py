@@ -70,8 +70,8 @@ def test_a_host_label_over_63_characters_is_one_line(args: tuple[str, ...]) -> N
 
 
 def test_the_library_refuses_it_too() -> None:
-    from kcodec.errors import InvalidArgumentError
-    from kcodec.transport import parse_host_port
+    from kcodec.net.transport import parse_host_port
+    from kcodec.protocol.errors import InvalidArgumentError
 
     with pytest.raises(InvalidArgumentError, match="not a valid host name"):
         parse_host_port(f"{LONG}:9092")

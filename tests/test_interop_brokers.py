@@ -22,16 +22,16 @@ from tansu_broker import TansuUnavailable, tansu_broker
 
 import kcodec
 from kcodec.cli import main
-from kcodec.client import AsyncConnection, Connection
-from kcodec.client_errors import FieldUnavailableError
-from kcodec.messages import ApiVersionsRequest, ApiVersionsResponse
-from kcodec.negotiation import (
+from kcodec.net.client import AsyncConnection, Connection
+from kcodec.net.client_errors import FieldUnavailableError
+from kcodec.net.negotiation import (
     async_handshake,
     handshake,
     kcodec_profile,
     negotiate,
 )
-from kcodec.versions_report import render_versions_report, versions_report
+from kcodec.net.versions_report import render_versions_report, versions_report
+from kcodec.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 
 pytestmark = pytest.mark.interop
 KMAX = kcodec.api("ApiVersions").max_version

@@ -1,7 +1,7 @@
 """``kcodec.to_json`` runs the converters the generator wrote (``kcodec._generated.json_``, one module
 per message, through ``jsonconv.json_converter``); their output must be exactly what the
 schema-walking definition of Kafka JSON gives. The reference walker below is that definition, written
-as directly as possible (it is what ``kcodec.jsonconv`` itself ran before the converters were
+as directly as possible (it is what ``kcodec.protocol.jsonconv`` itself ran before the converters were
 generated), and the converters are compared with it on every API and version."""
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import kcodec
-from kcodec import strategies
-from kcodec.codec import message_info
-from kcodec.errors import InvalidArgumentError, UnknownMessageError, UnsupportedVersionError
-from kcodec.jsonconv import is_default, json_converter
-from kcodec.model import Uuid
+from kcodec.protocol import strategies
+from kcodec.protocol.codec import message_info
+from kcodec.protocol.errors import InvalidArgumentError, UnknownMessageError, UnsupportedVersionError
+from kcodec.protocol.jsonconv import is_default, json_converter
+from kcodec.protocol.model import Uuid
+from kcodec.protocol.schema import FieldInfo, MessageInfo
 from kcodec.records.jsonview import records_to_json
-from kcodec.schema import FieldInfo, MessageInfo
 
 
 def reference(message: Any, version: int, records: str = "raw") -> dict[str, Any]:
@@ -165,7 +165,7 @@ def test_inline_struct_default_checks_compare_every_field() -> None:
     import importlib
     import re
 
-    from kcodec.model import Struct
+    from kcodec.protocol.model import Struct
 
     root = Path(kcodec.__file__).parent / "_generated" / "json_"
     pattern = re.compile(r"if type\((\w+)\) is not (\w+) or (.*?) or \1\._unknown_tagged_fields:")
@@ -217,7 +217,7 @@ def test_inline_struct_default_check_behaves_as_equality() -> None:
 def test_b64_is_standard_base64_at_every_size_and_buffer_type(monkeypatch: pytest.MonkeyPatch) -> None:
     # records and bytes fields of 64 bytes and more are encoded by pybase64's SIMD encoder (a dependency),
     # smaller ones (and all when pybase64 is missing) by binascii: the text is base64.b64encode's
-    from kcodec import json_values
+    from kcodec.protocol import json_values
 
     assert json_values._simd is not None
     data = bytes(range(256)) * 5
@@ -230,7 +230,7 @@ def test_b64_is_standard_base64_at_every_size_and_buffer_type(monkeypatch: pytes
 
 
 def test_uuid_texts_are_kafkas_whatever_the_cache_holds() -> None:
-    from kcodec import json_values
+    from kcodec.protocol import json_values
 
     def kafka_text(raw: bytes) -> str:  # (Uuid.toString(): URL-safe base64 without padding)
         return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")

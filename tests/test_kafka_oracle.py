@@ -3,7 +3,7 @@
 For Kafka 4.4.0 and the newest 3.9.x, one JVM per release runs ``tests/oracle/KafkaOracle.java``
 (``tests/kafka_oracle.py``).  For every message kcodec defines (requests, responses, headers and the
 ``data`` specs) and every version that both kcodec and the release define, a seeded, count-bounded
-draw of ``kcodec.strategies`` examples must agree both ways:
+draw of ``kcodec.protocol.strategies`` examples must agree both ways:
 
 - Kafka decodes kcodec's bytes (``new <Name>Data(new ByteBufferAccessor(buf), version)``), consumes
   every byte, and its ``<Name>DataJsonConverter.write`` JSON equals ``kcodec.to_json``;
@@ -44,9 +44,9 @@ from golden_data import same
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 import kcodec
-from kcodec import strategies
-from kcodec.codec import message_info, message_names
-from kcodec.model import Message
+from kcodec.protocol import strategies
+from kcodec.protocol.codec import message_info, message_names
+from kcodec.protocol.model import Message
 
 pytestmark = pytest.mark.xdist_group("kafka-oracle")  # one worker: one JVM per release per test run
 

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kcodec
-from kcodec import strategies
-from kcodec.errors import DecodeError
-from kcodec.model import LazyArray
+from kcodec.protocol import strategies
+from kcodec.protocol.errors import DecodeError
+from kcodec.protocol.model import LazyArray
 
 MESSAGE_CASES = g.message_cases()
 

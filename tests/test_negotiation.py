@@ -13,11 +13,10 @@ import pytest
 from fake_broker import FakeBroker, api_versions_response, frame, read_request
 
 import kcodec
-from kcodec.client import AsyncConnection, Connection
-from kcodec.client_errors import FieldUnavailableError, NoCommonVersionError
-from kcodec.fingerprint import fingerprint, known_releases, release_ranges
-from kcodec.frames import RequestFrame
-from kcodec.negotiation import (
+from kcodec.net.client import AsyncConnection, Connection
+from kcodec.net.client_errors import FieldUnavailableError, NoCommonVersionError
+from kcodec.net.fingerprint import fingerprint, known_releases, release_ranges
+from kcodec.net.negotiation import (
     async_handshake,
     field_requirement,
     handshake,
@@ -25,7 +24,8 @@ from kcodec.negotiation import (
     key_fields,
     negotiate,
 )
-from kcodec.versions_report import render_versions_report, versions_report
+from kcodec.net.versions_report import render_versions_report, versions_report
+from kcodec.protocol.frames import RequestFrame
 
 KMAX = kcodec.api("ApiVersions").max_version
 # What librdkafka's mock cluster (2.16) answers to ApiVersions v3/v4 (after the correlation id): error 35,
@@ -410,7 +410,7 @@ def _default_broker(release: str) -> dict[int, tuple[int, int]]:
     """What a KRaft broker of ``release`` with default settings advertises, per the release's facts:
     the APIs of its broker listener at their stable versions (an unstable newest version is hidden, an
     API with none stable is left out), without the client telemetry APIs (only with a metrics plugin)."""
-    from kcodec.fingerprint import _data
+    from kcodec.net.fingerprint import _data
 
     out = {}
     for key, a in _data()["releases"][release]["apis"].items():
@@ -430,7 +430,7 @@ def test_fingerprint_names_each_kraft_release(release: str) -> None:
 
 
 def test_core_apis_are_the_ones_every_release_serves() -> None:
-    from kcodec.fingerprint import core_apis
+    from kcodec.net.fingerprint import core_apis
 
     core = core_apis()
     assert {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 18, 19, 20, 32} <= core

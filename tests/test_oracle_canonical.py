@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 import kcodec
-from kcodec import strategies
-from kcodec.codec import message_info
-from kcodec.errors import DecodeError
 from kcodec.fuzz.mutate import uvarint
 from kcodec.fuzz.selfcheck import canonical_form, check_body
-from kcodec.partial import read_partial
+from kcodec.protocol import strategies
+from kcodec.protocol.codec import message_info
+from kcodec.protocol.errors import DecodeError
+from kcodec.protocol.partial import read_partial
 
 FIXED = {"int8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "float64": 8, "uuid": 16}
 

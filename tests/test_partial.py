@@ -1,4 +1,4 @@
-"""kcodec.partial: a body that does not decode is read as far as it goes. On real bodies (golden
+"""kcodec.protocol.partial: a body that does not decode is read as far as it goes. On real bodies (golden
 fixtures made by Kafka's serializer, frames recorded in samples/sample.pcap and tests/captures/) cut
 at every offset, and with one length, count, string or tagged-field size broken: the reader never
 raises, stops with the codec's own DecodeError (offset, path, reason), and what it shows is the
@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kcodec
-from kcodec import strategies
 from kcodec.capture import CapturedFrame, ConnectionDecoder, iter_capture
-from kcodec.codec import decode_at
-from kcodec.errors import DecodeError
-from kcodec.partial import read_partial
+from kcodec.protocol import strategies
+from kcodec.protocol.codec import decode_at
+from kcodec.protocol.errors import DecodeError
+from kcodec.protocol.partial import read_partial
 
 ROOT = Path(__file__).resolve().parents[1]
 CAPTURES = [ROOT / "samples" / "sample.pcap", *sorted((ROOT / "tests" / "captures").rglob("*.pcap"))]

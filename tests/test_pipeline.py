@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from pcap_build import pcap_record
 
 from kcodec.capture import Segment, iter_capture, iter_segments
 from kcodec.cli import main
-from kcodec.error_codes import ErrorCode
-from pcap_build import pcap_record
+from kcodec.protocol.error_codes import ErrorCode
 
 pq = pytest.importorskip("pyarrow.parquet", reason="the pipeline tests need pip install -e '.[spark]'")
 

@@ -224,8 +224,8 @@ def test_the_wire_type_table_drives_the_spec_model() -> None:
 
 
 def test_the_runtime_reads_the_generated_copy_of_the_table() -> None:
-    from kcodec import schema
     from kcodec._generated import wire_types
+    from kcodec.protocol import schema
 
     namespace: dict[str, object] = {}
     exec(compile(runtime_copy(), "wire_types.py", "exec"), namespace)  # noqa: S102 - our own generated source
@@ -330,7 +330,7 @@ def test_the_compiled_build_takes_each_codec_with_its_json_and_facts_modules(tmp
         "kcodec._generated.request_header",
         "kcodec._generated.json_.request_header",  # (no facts module: none written for it here)
     ]
-    assert "kcodec.capture.framing" in CAPTURE_MODULES and "kcodec.frames" not in CAPTURE_MODULES
+    assert "kcodec.capture.framing" in CAPTURE_MODULES and "kcodec.protocol.frames" not in CAPTURE_MODULES
     assert all(m.startswith("kcodec.") and not m.startswith("kcodec.cli") for m in CAPTURE_MODULES)
     # the CLI's own per-frame work, kept apart; not the click commands
     assert all(m.startswith("kcodec.cli.") for m in CAPTURE_CLI_MODULES)
@@ -359,12 +359,12 @@ def test_compiled_modules_print_native_classes_and_bytes_reads() -> None:
     assert "if TYPE_CHECKING:" in text and "from mypy_extensions import i64" in text
     # module constants are Final (mypyc keeps them in C statics: no globals-dict lookup per use)
     assert "_ZERO_UUID: Final = _Uuid.ZERO" in text and "_S_int32_int32_int64: Final = _struct.Struct(" in text
-    # so are the names the encoders test per bytes/records value, imported from kcodec._wire
+    # so are the names the encoders test per bytes/records value, imported from kcodec.protocol._wire
     assert "_Chunked: Final = ChunkedOut" in text and "_CHUNK_BYTES: Final = CHUNK_BYTES" in text
     pure = render_module(environment(), module("ListOffsetsRequest"))
     assert "__slots__" in pure and "_I32(buf, pos)[0]" in pure and "BYTES_INPUT = False" in pure
     assert "pos: int, blen: int" in pure and "i64" not in pure and "Final" not in pure
-    assert "from kcodec._wire import ChunkedOut as _Chunked" in pure
+    assert "from kcodec.protocol._wire import ChunkedOut as _Chunked" in pure
 
 
 @pytest.mark.parametrize("code", ["b", "?", "h", "H", "i", "I", "q"])

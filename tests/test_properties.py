@@ -1,4 +1,4 @@
-"""Property-based round trips of every (message, version) pair kcodec knows, via kcodec.strategies.
+"""Property-based round trips of every (message, version) pair kcodec knows, via kcodec.protocol.strategies.
 
 For each pair, hypothesis draws valid messages and checks that
 
@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import kcodec
-from kcodec import strategies
-from kcodec.model import Message, Struct
+from kcodec.protocol import strategies
+from kcodec.protocol.model import Message, Struct
 
 EXAMPLES = int(os.environ.get("KCODEC_HYPOTHESIS_EXAMPLES", "8"))
 
@@ -71,7 +71,8 @@ def check_round_trips(name: str, version: int, msg: Message) -> None:
 
 
 def test_every_message_version_is_covered() -> None:
-    assert len(PAIRS) == sum(len(kcodec.codec.message_info(n).owners) for n in kcodec.codec.message_names())
+    codec = kcodec.protocol.codec
+    assert len(PAIRS) == sum(len(codec.message_info(n).owners) for n in codec.message_names())
     for info in kcodec.apis():
         for v in info.versions:
             assert (info.request, v) in PAIRS
@@ -91,7 +92,7 @@ def test_round_trip(name: str, version: int) -> None:
 # Each message's oldest and newest version again with bigger values: compact lengths of 128 bytes and
 # more take multi-byte varints, which the small default sizes never reach.
 EDGE_PAIRS = sorted(
-    {(n, strategies.versions(n)[i]) for n in kcodec.codec.message_names() for i in (0, -1)}
+    {(n, strategies.versions(n)[i]) for n in kcodec.protocol.codec.message_names() for i in (0, -1)}
 )
 LARGE = {"max_string_size": 80, "max_bytes_size": 300, "max_array_size": 4}
 

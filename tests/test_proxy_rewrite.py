@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kcodec
-from kcodec.errors import DecodeError
+from kcodec.protocol.errors import DecodeError
+from kcodec.protocol.strategies import messages
 from kcodec.proxy.inflight import InFlight, request_key, response_correlation_id
 from kcodec.proxy.rewrite import ADDRESS_APIS, endpoint_paths, parse_response, rewrites
-from kcodec.strategies import messages
 
 BROKERS = [("10.0.0.1", 9092), ("10.0.0.2", 9093), ("broker-3.example", 19094)]
 LOCAL = {ep: ("127.0.0.1", 40000 + n) for n, ep in enumerate(BROKERS)}

@@ -17,8 +17,8 @@ import pytest
 from record_bombs import delta_zero_bomb, legacy_wrapper, v2_batch, v2_record
 
 from kcodec.broker import BrokerConfig, MockCluster
-from kcodec.client import Connection
-from kcodec.error_codes import ErrorCode
+from kcodec.net.client import Connection
+from kcodec.protocol.error_codes import ErrorCode
 from kcodec.records import (
     DEFAULT_MAX_RECORDS,
     Compression,

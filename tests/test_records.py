@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kcodec.errors import DecodeError, EncodeError
+from kcodec.protocol.errors import DecodeError, EncodeError
 from kcodec.records import (
     Compression,
     ControlType,

@@ -30,7 +30,7 @@ import pytest
 from rdkafka_mock import in_process_mock
 
 import kcodec
-from kcodec.client import Connection
+from kcodec.net.client import Connection
 from kcodec.records import Compression, NewRecord, Record, RecordBatch, build_batch, iter_batches
 from kcodec.records import compression as comp
 

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kcodec
-from kcodec import strategies
 from kcodec.fuzz import selfcheck
 from kcodec.fuzz.layout import layout
 from kcodec.fuzz.mutate import Mutator, mutate_frame
+from kcodec.protocol import strategies
 from kcodec.records import NewRecord, build_batch
 
 # tools/selffuzz.py --mode hypothesis runs these with many more examples (KCODEC_SELFFUZZ_EXAMPLES)

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 import kcodec
-from kcodec import _wire
-from kcodec.codec import module
-from kcodec.errors import KcodecError
-from kcodec.model import Message
+from kcodec.protocol import _wire
+from kcodec.protocol.codec import module
+from kcodec.protocol.errors import KcodecError
+from kcodec.protocol.model import Message
 
 SHAPED_MODULES = ("MetadataResponse", "LeaderAndIsrRequest", "UpdateMetadataRequest", "AlterPartitionRequest")
 

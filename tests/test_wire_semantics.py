@@ -12,8 +12,8 @@ import construct
 import pytest
 
 import kcodec
-from kcodec.codec import module
-from kcodec.errors import (
+from kcodec.protocol.codec import module
+from kcodec.protocol.errors import (
     DecodeError,
     EncodeError,
     KcodecError,
@@ -22,7 +22,7 @@ from kcodec.errors import (
     UnknownMessageError,
     UnsupportedVersionError,
 )
-from kcodec.model import Uuid
+from kcodec.protocol.model import Uuid
 
 
 def cls(message: str, struct_name: str | None = None) -> type:
@@ -118,7 +118,7 @@ def test_trailing_bytes_strict_and_lenient() -> None:
     with pytest.raises(TrailingBytesError) as exc:
         kcodec.decode("ApiVersionsRequest", 3, body + b"xyz")
     assert exc.value.offset == len(body)
-    diags: list[kcodec.codec.Diagnostic] = []
+    diags: list[kcodec.protocol.codec.Diagnostic] = []
     msg = kcodec.decode("ApiVersionsRequest", 3, body + b"xyz", strict=False, diagnostics=diags)
     assert msg.client_software_name == "a"
     assert len(diags) == 1 and diags[0].offset == len(body) and "3 trailing bytes" in diags[0].reason

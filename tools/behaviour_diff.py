@@ -32,7 +32,7 @@ MUTATIONS: tuple[Any, ...] = (None, "x", 2**70, b"\x00\x01\x02", -1, [None], [(5
 
 def canon(value: Any) -> Any:
     """A JSON-able structure of a decoded value (classes by name, buffers as hex)."""
-    from kcodec.model import LazyArray, Struct
+    from kcodec.protocol.model import LazyArray, Struct
 
     if isinstance(value, LazyArray):
         value = value.materialize()
@@ -50,7 +50,7 @@ def canon(value: Any) -> Any:
 
 
 def outcome(fn: Any, *args: Any, **kwargs: Any) -> list[Any]:
-    from kcodec.errors import KcodecError
+    from kcodec.protocol.errors import KcodecError
 
     try:
         text = json.dumps(canon(fn(*args, **kwargs)), sort_keys=True)  # lazy arrays are built here
@@ -62,8 +62,8 @@ def outcome(fn: Any, *args: Any, **kwargs: Any) -> list[Any]:
 
 
 def random_value(info: Any, f: Any, version: int, rng: random.Random, depth: int) -> Any:
-    from kcodec.model import Uuid
-    from kcodec.schema import INT_BOUNDS
+    from kcodec.protocol.model import Uuid
+    from kcodec.protocol.schema import INT_BOUNDS
 
     def one(t: str) -> Any:
         if t[:1].isupper():
@@ -101,7 +101,7 @@ def random_struct(info: Any, struct: str, version: int, rng: random.Random, dept
 
 
 def struct_targets(obj: Any, out: list[tuple[Any, str]]) -> None:
-    from kcodec.model import Struct
+    from kcodec.protocol.model import Struct
 
     for name in obj._fields_:
         out.append((obj, name))
@@ -133,7 +133,7 @@ def damaged(data: bytes, rng: random.Random) -> list[bytes]:
 def dump(per_version: int, seed: int) -> dict[str, list[Any]]:
     import kcodec
     from kcodec._generated import MESSAGES
-    from kcodec.codec import message_info
+    from kcodec.protocol.codec import message_info
 
     results: dict[str, list[Any]] = {}
     for name in sorted(MESSAGES):

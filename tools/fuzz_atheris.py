@@ -35,9 +35,9 @@ SCOPE = os.environ.get("KCODEC_ATHERIS_SCOPE", "all")
 with atheris.instrument_imports(include=["kcodec"]):
     # Only modules imported inside this block are instrumented: load the generated codecs, the
     # record readers and the capture reader now rather than lazily on first use.
-    from kcodec.codec import message_names, module
     from kcodec.fuzz import selfcheck
-    from kcodec.registry import api
+    from kcodec.protocol.codec import message_names, module
+    from kcodec.protocol.registry import api
 
     for _name in message_names() if SCOPE == "all" else SAMPLE:
         module(_name)

@@ -51,7 +51,7 @@ from typing import Any
 
 import dpkt
 
-from kcodec.frames import decode_response, encode_response
+from kcodec.protocol.frames import decode_response, encode_response
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPIC = "kcodec-sample"
@@ -385,8 +385,8 @@ def write_pcap(path: Path, connections: list[Recorded], seed: int = 9092) -> int
 
 def prepare(kafka: Any, deadline: float) -> None:
     """Create the topic and wait for the group coordinator, before anything is recorded."""
-    from kcodec.client import Connection
-    from kcodec.messages import FindCoordinatorRequest
+    from kcodec.net.client import Connection
+    from kcodec.protocol.messages import FindCoordinatorRequest
 
     kafka.create_topic(TOPIC, partitions=1)
     for _ in range(COORDINATOR_ATTEMPTS):

@@ -1,5 +1,5 @@
 """Record ``tests/captures/mock_quirks.pcap``: real clients against librdkafka's mock cluster, chosen
-to show the off-spec frames ``kcodec.quirks`` reads (maintainer script; not run by CI or the tests).
+to show the off-spec frames ``kcodec.protocol.quirks`` reads (maintainer script; not run by CI or the tests).
 
     python tools/record_quirks_capture.py        # needs confluent-kafka, kafka-python and dpkt
 

@@ -2,16 +2,18 @@
 
 Bodies by message name and version::
 
-    msg = kcodec.decode("FetchRequest", 12, data)     # a kcodec.messages.FetchRequest
+    msg = kcodec.decode("FetchRequest", 12, data)     # a kcodec.protocol.messages.FetchRequest
     data = kcodec.encode(msg, 12)
     obj = kcodec.to_json(msg, 12, error_names=True)   # Kafka's JSON, plus the names of error codes
 
 Frames (``encode_request``, ``decode_response``, ...), the API registry (``api``, ``apis``), Kafka's
 error codes (``ErrorCode``, ``error_name``, ``is_retriable``) and these submodules:
-``kcodec.messages`` (every message class), ``kcodec.records`` (record batches),
-``kcodec.client`` (connections, TLS, SASL), ``kcodec.negotiation`` (ApiVersions),
-``kcodec.cluster`` (Metadata: brokers, topics, partitions), ``kcodec.sentinels`` (-1/-2 epochs, ...),
-``kcodec.errors`` (the ``KcodecError`` hierarchy).
+``kcodec.protocol.messages`` (every message class), ``kcodec.records`` (record batches),
+``kcodec.net.client`` (connections, TLS, SASL), ``kcodec.net.negotiation`` (ApiVersions),
+``kcodec.net.cluster`` (Metadata: brokers, topics, partitions), ``kcodec.protocol.sentinels``
+(-1/-2 epochs, ...), ``kcodec.protocol.errors`` (the ``KcodecError`` hierarchy). Each is also an
+attribute of ``kcodec`` under its own name (``messages``, ``records``, ``client``, ``negotiation``,
+``cluster``, ``sentinels``, ``errors``).
 
 Everything is imported lazily, so ``import kcodec`` stays cheap; each message's codec is loaded on
 first use. ``dir(kcodec)`` and ``help(kcodec)`` list the whole public API.
@@ -23,42 +25,42 @@ import importlib
 import os.path
 from typing import TYPE_CHECKING, Any
 
-from kcodec import errors
-from kcodec.errors import DecodeError, EncodeError, KcodecError, UnsupportedVersionError
+from kcodec.protocol import errors
+from kcodec.protocol.errors import DecodeError, EncodeError, KcodecError, UnsupportedVersionError
 
 __version__ = "0.1.0"
 
 #: public name -> (module, attribute; None: the module itself)
 _LAZY: dict[str, tuple[str, str | None]] = {
-    "decode": ("kcodec.codec", "decode"),
-    "encode": ("kcodec.codec", "encode"),
-    "decoder": ("kcodec.codec", "decoder"),
-    "encoder": ("kcodec.codec", "encoder"),
-    "encode_chunks": ("kcodec.codec", "encode_chunks"),
-    "message_class": ("kcodec.codec", "message_class"),
-    "message_names": ("kcodec.codec", "message_names"),
-    "to_json": ("kcodec.jsonconv", "to_json"),
-    "from_json": ("kcodec.jsonconv", "from_json"),
-    "api": ("kcodec.registry", "api"),
-    "apis": ("kcodec.registry", "apis"),
-    "encode_request": ("kcodec.frames", "encode_request"),
-    "encode_response": ("kcodec.frames", "encode_response"),
-    "decode_request": ("kcodec.frames", "decode_request"),
-    "decode_response": ("kcodec.frames", "decode_response"),
-    "construct_schema": ("kcodec.construct_backend", "construct_schema"),
-    "ErrorCode": ("kcodec.error_codes", "ErrorCode"),
-    "error_name": ("kcodec.error_codes", "error_name"),
-    "is_retriable": ("kcodec.error_codes", "is_retriable"),
-    "Message": ("kcodec.model", "Message"),
-    "Uuid": ("kcodec.model", "Uuid"),
-    "client": ("kcodec.client", None),
-    "cluster": ("kcodec.cluster", None),
-    "error_codes": ("kcodec.error_codes", None),
-    "messages": ("kcodec.messages", None),
-    "negotiation": ("kcodec.negotiation", None),
+    "decode": ("kcodec.protocol.codec", "decode"),
+    "encode": ("kcodec.protocol.codec", "encode"),
+    "decoder": ("kcodec.protocol.codec", "decoder"),
+    "encoder": ("kcodec.protocol.codec", "encoder"),
+    "encode_chunks": ("kcodec.protocol.codec", "encode_chunks"),
+    "message_class": ("kcodec.protocol.codec", "message_class"),
+    "message_names": ("kcodec.protocol.codec", "message_names"),
+    "to_json": ("kcodec.protocol.jsonconv", "to_json"),
+    "from_json": ("kcodec.protocol.jsonconv", "from_json"),
+    "api": ("kcodec.protocol.registry", "api"),
+    "apis": ("kcodec.protocol.registry", "apis"),
+    "encode_request": ("kcodec.protocol.frames", "encode_request"),
+    "encode_response": ("kcodec.protocol.frames", "encode_response"),
+    "decode_request": ("kcodec.protocol.frames", "decode_request"),
+    "decode_response": ("kcodec.protocol.frames", "decode_response"),
+    "construct_schema": ("kcodec.protocol.construct_backend", "construct_schema"),
+    "ErrorCode": ("kcodec.protocol.error_codes", "ErrorCode"),
+    "error_name": ("kcodec.protocol.error_codes", "error_name"),
+    "is_retriable": ("kcodec.protocol.error_codes", "is_retriable"),
+    "Message": ("kcodec.protocol.model", "Message"),
+    "Uuid": ("kcodec.protocol.model", "Uuid"),
+    "client": ("kcodec.net.client", None),
+    "cluster": ("kcodec.net.cluster", None),
+    "error_codes": ("kcodec.protocol.error_codes", None),
+    "messages": ("kcodec.protocol.messages", None),
+    "negotiation": ("kcodec.net.negotiation", None),
     "records": ("kcodec.records", None),
-    "sentinels": ("kcodec.sentinels", None),
-    "strategies": ("kcodec.strategies", None),
+    "sentinels": ("kcodec.protocol.sentinels", None),
+    "strategies": ("kcodec.protocol.strategies", None),
 }
 
 __all__ = [
@@ -98,19 +100,12 @@ __all__ = [
     "sentinels",
     "to_json",
 ]
-# (kcodec.strategies needs hypothesis: it is reachable as an attribute but not listed)
+# (kcodec.protocol.strategies needs hypothesis: it is reachable as an attribute but not listed)
 
 if TYPE_CHECKING:
     build: str
     compiled: bool
-    from kcodec import client as client
-    from kcodec import cluster as cluster
-    from kcodec import error_codes as error_codes
-    from kcodec import messages as messages
-    from kcodec import negotiation as negotiation
     from kcodec import records as records
-    from kcodec import sentinels as sentinels
-    from kcodec import strategies as strategies
     from kcodec._generated.typing_api import (
         decode as decode,
     )
@@ -126,52 +121,59 @@ if TYPE_CHECKING:
     from kcodec._generated.typing_api import (
         message_class as message_class,
     )
-    from kcodec.codec import (
+    from kcodec.net import client as client
+    from kcodec.net import cluster as cluster
+    from kcodec.net import negotiation as negotiation
+    from kcodec.protocol import error_codes as error_codes
+    from kcodec.protocol import messages as messages
+    from kcodec.protocol import sentinels as sentinels
+    from kcodec.protocol import strategies as strategies
+    from kcodec.protocol.codec import (
         encode as encode,
     )
-    from kcodec.codec import (
+    from kcodec.protocol.codec import (
         encode_chunks as encode_chunks,
     )
-    from kcodec.codec import (
+    from kcodec.protocol.codec import (
         message_names as message_names,
     )
-    from kcodec.construct_backend import (
+    from kcodec.protocol.construct_backend import (
         construct_schema as construct_schema,
     )
-    from kcodec.error_codes import (
+    from kcodec.protocol.error_codes import (
         ErrorCode as ErrorCode,
     )
-    from kcodec.error_codes import (
+    from kcodec.protocol.error_codes import (
         error_name as error_name,
     )
-    from kcodec.error_codes import (
+    from kcodec.protocol.error_codes import (
         is_retriable as is_retriable,
     )
-    from kcodec.frames import (
+    from kcodec.protocol.frames import (
         decode_request as decode_request,
     )
-    from kcodec.frames import (
+    from kcodec.protocol.frames import (
         decode_response as decode_response,
     )
-    from kcodec.frames import (
+    from kcodec.protocol.frames import (
         encode_request as encode_request,
     )
-    from kcodec.frames import (
+    from kcodec.protocol.frames import (
         encode_response as encode_response,
     )
-    from kcodec.jsonconv import (
+    from kcodec.protocol.jsonconv import (
         to_json as to_json,
     )
-    from kcodec.model import (
+    from kcodec.protocol.model import (
         Message as Message,
     )
-    from kcodec.model import (
+    from kcodec.protocol.model import (
         Uuid as Uuid,
     )
-    from kcodec.registry import (
+    from kcodec.protocol.registry import (
         api as api,
     )
-    from kcodec.registry import (
+    from kcodec.protocol.registry import (
         apis as apis,
     )
 
@@ -194,7 +196,7 @@ def __getattr__(name: str) -> Any:
     if name == "compiled":
         # True in the compiled build (KCODEC_COMPILE=1 pip install .): the base classes and wire helpers
         # are mypyc extension modules, and so are the codecs of kcodec._generated.COMPILED.
-        from kcodec import model
+        from kcodec.protocol import model
 
         is_compiled = not str(model.__file__).endswith(".py")
         globals()[name] = is_compiled

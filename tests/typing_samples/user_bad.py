@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import kcodec
-from kcodec.messages import FetchRequest
+from kcodec.protocol.messages import FetchRequest
 
 
 def mistakes(data: bytes) -> None:

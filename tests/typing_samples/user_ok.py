@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import kcodec
-from kcodec.errors import KcodecError
-from kcodec.messages import FetchRequest, MetadataResponse
+from kcodec.protocol.errors import KcodecError
+from kcodec.protocol.messages import FetchRequest, MetadataResponse
+from kcodec.protocol.sentinels import NO_LEADER_EPOCH
 from kcodec.records import NewRecord, build_batch, iter_batches
-from kcodec.sentinels import NO_LEADER_EPOCH
 
 
 def fetch_bytes() -> bytes:

@@ -17,8 +17,8 @@ from kcodec.broker.errors import BrokerError
 from kcodec.broker.faults import can_inject
 from kcodec.broker.server import BrokerServer
 from kcodec.broker.state import ClusterState, Node, Partition
-from kcodec.codec import message_class
-from kcodec.error_codes import ErrorCode
+from kcodec.protocol.codec import message_class
+from kcodec.protocol.error_codes import ErrorCode
 from kcodec.records import NewRecord
 
 T = TypeVar("T")
@@ -126,7 +126,7 @@ class AsyncMockCluster:
     def request_counts(self) -> dict[str, dict[int, int]]:
         """Requests served so far, all brokers together: ``{"Fetch": {12: 40}, ...}`` (API name -> version
         -> count): what a client actually used."""
-        from kcodec.registry import api
+        from kcodec.protocol.registry import api
 
         out: dict[str, dict[int, int]] = {}
         for s in self.servers:
@@ -137,7 +137,7 @@ class AsyncMockCluster:
 
     def broker_request_counts(self, broker: int) -> dict[str, int]:
         """Requests broker ``broker`` served so far, per API name (all versions together)."""
-        from kcodec.registry import api
+        from kcodec.protocol.registry import api
 
         out: dict[str, int] = {}
         for (key, _), n in self._server(broker).requests.items():
@@ -198,8 +198,8 @@ class AsyncMockCluster:
         """The next ``len(errors)`` requests of ``api`` (name or key) to ``broker`` (None: any) wait
         ``latency_ms`` and are answered with these error codes (0: served as usual, after the latency)
         instead of being served. Returns how many injected answers wait for that API now."""
-        from kcodec.errors import UnknownMessageError
-        from kcodec.registry import api as api_info
+        from kcodec.protocol.errors import UnknownMessageError
+        from kcodec.protocol.registry import api as api_info
 
         try:
             info = api_info(api)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kcodec.error_codes import ErrorCode, error_name
-from kcodec.errors import KcodecError
+from kcodec.protocol.error_codes import ErrorCode, error_name
+from kcodec.protocol.errors import KcodecError
 
 
 class BrokerError(KcodecError):

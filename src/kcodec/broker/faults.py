@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kcodec.broker.errors import BrokerError
-from kcodec.error_codes import ErrorCode
+from kcodec.protocol.error_codes import ErrorCode
 
 #: At most this many injected answers wait per (broker, API): a test's queue, not a workload.
 MAX_QUEUED = 10_000

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from kcodec.error_codes import ErrorCode
-from kcodec.sentinels import NO_LEADER_EPOCH
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.sentinels import NO_LEADER_EPOCH
 
 if TYPE_CHECKING:
     from kcodec.broker.state import ClusterState

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kcodec.broker.state import Partition, ProducerBatch, ProducerEntry
-from kcodec.error_codes import ErrorCode
-from kcodec.sentinels import NO_PRODUCER_ID
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.sentinels import NO_PRODUCER_ID
 
 INT32_MAX = 2**31 - 1
 

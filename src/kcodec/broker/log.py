@@ -16,7 +16,7 @@ from kcodec.fencing import (
     end_offset_for_epoch,
     truncate_epochs,
 )
-from kcodec.sentinels import NO_LEADER_EPOCH, NO_TIMESTAMP
+from kcodec.protocol.sentinels import NO_LEADER_EPOCH, NO_TIMESTAMP
 
 _BASE_OFFSET = struct.Struct(">q")
 _EPOCH_AT = 12  # partitionLeaderEpoch: int32 after baseOffset (int64) and batchLength (int32)

@@ -24,11 +24,11 @@ from kcodec.broker.handlers.api_versions import (
     unsupported_api_versions_reply,
 )
 from kcodec.broker.state import ClusterState
-from kcodec.codec import encode, encode_chunks, message_class
-from kcodec.error_codes import ErrorCode
-from kcodec.errors import KcodecError
-from kcodec.frames import decode_request, encode_response
-from kcodec.registry import api
+from kcodec.protocol.codec import encode, encode_chunks, message_class
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.errors import KcodecError
+from kcodec.protocol.frames import decode_request, encode_response
+from kcodec.protocol.registry import api
 
 log = logging.getLogger("kcodec.broker")
 

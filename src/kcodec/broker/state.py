@@ -18,11 +18,11 @@ from kcodec.broker.groups import GroupCoordinator
 from kcodec.broker.log import AppendResult, PartitionLog
 from kcodec.broker.transactions import TransactionCoordinator
 from kcodec.broker.txn_log import PartitionTxns
-from kcodec.error_codes import ErrorCode
 from kcodec.fencing import TransactionalIdState
-from kcodec.model import Uuid
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.model import Uuid
+from kcodec.protocol.sentinels import NO_PRODUCER_ID
 from kcodec.records import NewRecord, build_batch, iter_batches
-from kcodec.sentinels import NO_PRODUCER_ID
 
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 #: Kafka keeps the metadata of the last five batches per producer and partition to spot retries.

@@ -19,11 +19,11 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from kcodec.broker.groups import CommittedOffset, Group, GroupState
-from kcodec.error_codes import ErrorCode
 from kcodec.fencing import TransactionalIdState
 from kcodec.fencing.producer_ids import MAX_PRODUCER_EPOCH, is_epoch_exhausted
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.sentinels import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from kcodec.records import ControlType, RecordBatch, build_control_batch
-from kcodec.sentinels import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 if TYPE_CHECKING:
     from kcodec.broker.state import ClusterState, Partition

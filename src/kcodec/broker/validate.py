@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kcodec.error_codes import ErrorCode
-from kcodec.errors import DecodeError
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.errors import DecodeError
 from kcodec.records import Compression, RecordBatch, iter_batches
 from kcodec.records.batch import MIN_RECORD_SIZE
 from kcodec.records.errors import (

@@ -33,7 +33,7 @@ Stages (each a module; the records between them are plain, picklable data):
    overlaps, reordering, a start that was not captured, sequence wrap; bounded buffering), framing
    and pairing (:mod:`~kcodec.capture.framing`: size-prefixed frames, resynchronisation, requests
    waiting by correlation id), decoding (:mod:`~kcodec.capture.decoding`: ``CapturedFrame`` with
-   known peer deviations read into their real values, see :mod:`kcodec.quirks`).
+   known peer deviations read into their real values, see :mod:`kcodec.protocol.quirks`).
 4. **many connections** (:mod:`~kcodec.capture.stream`): ``CaptureDecoder`` routes segments of any
    number of connections (port reuse included) and finishes closed ones; ``decode_segments(segs)``
    and ``iter_capture(source)`` are the generators around it.

@@ -26,8 +26,8 @@ from kcodec.capture.events import CaptureEvent, CaptureIssue, Direction, IssueKi
 from kcodec.capture.framing import MAX_FRAME_SIZE, Framer, Pairing, RawFrame, plausible_request
 from kcodec.capture.reassembly import HalfStream
 from kcodec.capture.segments import TH_ACK, TH_FIN, TH_RST, TH_SYN, Segment
-from kcodec.errors import KcodecError
-from kcodec.frames import decode_request
+from kcodec.protocol.errors import KcodecError
+from kcodec.protocol.frames import decode_request
 
 __all__ = ["DEFAULT_PORTS", "ConnectionDecoder"]
 

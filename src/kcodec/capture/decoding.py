@@ -3,9 +3,9 @@
 :class:`FrameDecoder` decodes one connection's frames: requests by their header, responses by the
 request with the same correlation id (:class:`~kcodec.capture.framing.Pairing`). Frames that do not
 decode cleanly are read as far as they go, into their real values where a known peer deviation
-explains them (``kcodec.quirks``), with a diagnostic saying what was read how; otherwise the frame
+explains them (``kcodec.protocol.quirks``), with a diagnostic saying what was read how; otherwise the frame
 carries the typed error (also its last diagnostic) and, when its header decodes, what its body holds
-up to the bad spot (``kcodec.partial``; ``CapturedFrame.partial``), with a diagnostic naming what was
+up to the bad spot (``kcodec.protocol.partial``; ``CapturedFrame.partial``), with a diagnostic naming what was
 read and where it stopped. ``strict=True`` takes no leniency at all:
 bytes left after a body, and every known deviation, are errors (the deviation is still named).
 """
@@ -18,17 +18,17 @@ from typing import Final
 from kcodec.capture.events import CapturedFrame, UnmatchedResponseError
 from kcodec.capture.framing import Pairing, RawFrame
 from kcodec.capture.groups import GROUP_KEYS, GroupTracker
-from kcodec.codec import Diagnostic, decode_at, message_class
-from kcodec.errors import DecodeError, KcodecError, TrailingBytesError
-from kcodec.frames import Frame, ResponseFrame, decode_request, decode_response
-from kcodec.quirks import (
+from kcodec.protocol.codec import Diagnostic, decode_at, message_class
+from kcodec.protocol.errors import DecodeError, KcodecError, TrailingBytesError
+from kcodec.protocol.frames import Frame, ResponseFrame, decode_request, decode_response
+from kcodec.protocol.quirks import (
     API_VERSIONS_KEY,
     doubled_tagged_section,
     metadata_topics_placeholder,
     read_api_versions_reply,
     read_null_arrays,
 )
-from kcodec.registry import api
+from kcodec.protocol.registry import api
 
 __all__ = ["FrameDecoder", "header_fields", "read_partial_body"]
 
@@ -78,7 +78,9 @@ def read_partial_body(frame: CapturedFrame, data: bytes, request: bool, *, cut: 
             return  # the size prefix or the header is what broke
         hv = info.request_header_version(version) if request else info.response_header_version(version)
         header, end = decode_at("RequestHeader" if request else "ResponseHeader", hv, memoryview(data)[4:])
-        from kcodec.partial import read_partial  # (imported by the first frame that needs it, if any)
+        from kcodec.protocol.partial import (
+            read_partial,  # (imported by the first frame that needs it, if any)
+        )
 
         partial = read_partial(name, version, data, 4 + end)
     except KcodecError:

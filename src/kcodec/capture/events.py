@@ -9,14 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from kcodec.errors import DecodeError, KcodecError
-from kcodec.model import Message
-from kcodec.registry import api
+from kcodec.protocol.errors import DecodeError, KcodecError
+from kcodec.protocol.model import Message
+from kcodec.protocol.registry import api
 
 if TYPE_CHECKING:
     from kcodec.capture.groups import EmbeddedValue
-    from kcodec.jsonconv import RecordsMode
-    from kcodec.partial import PartialBody
+    from kcodec.protocol.jsonconv import RecordsMode
+    from kcodec.protocol.partial import PartialBody
 
 __all__ = [
     "CaptureEvent",
@@ -67,12 +67,12 @@ def _api_name(key: int) -> str | None:
     return name
 
 
-_to_json: Any = None  # kcodec.jsonconv.to_json, imported on the first json_objects
+_to_json: Any = None  # kcodec.protocol.jsonconv.to_json, imported on the first json_objects
 
 
 def _load_to_json() -> Any:
     global _to_json
-    from kcodec.jsonconv import to_json
+    from kcodec.protocol.jsonconv import to_json
 
     _to_json = to_json
     return to_json
@@ -84,7 +84,7 @@ class CapturedFrame:
 
     ``error`` is set when the frame could not be decoded (``header``/``body`` are then ``None``, or
     only ``header`` is set; ``partial`` then holds what the body's bytes hold up to where they stop
-    making sense, when the header decoded: ``kcodec.partial``), and its text is then also the last
+    making sense, when the header decoded: ``kcodec.protocol.partial``), and its text is then also the last
     entry of ``diagnostics``, which lists
     everything non-conformant about the frame (bytes left over, a peer's known off-spec layout and
     how it was read). ``api_key``, ``api_version`` and ``correlation_id`` are filled in as far as the
@@ -155,7 +155,7 @@ class CapturedFrame:
         """The JSON-lines object: header and body as Kafka JSON (``kcodec.to_json``) when ``body``.
 
         ``partial`` is true when the body did not decode and ``body`` shows what it holds up to the
-        bad spot (``kcodec.partial``: every field read whole before it, the struct or array it is in
+        bad spot (``kcodec.protocol.partial``: every field read whole before it, the struct or array it is in
         cut there); ``error`` then says where and why it stopped.
 
         ``records``: ``"raw"`` keeps ``records`` fields as Kafka JSON's base64 blob; ``"base64"`` /

@@ -18,10 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 from kcodec.capture.events import CapturedFrame, CaptureEvent
-from kcodec.codec import GENERATED, module
-from kcodec.errors import KcodecError, UnsupportedVersionError
-from kcodec.facts_model import Facts, PartitionFacts
-from kcodec.model import Message
+from kcodec.protocol.codec import GENERATED, module
+from kcodec.protocol.errors import KcodecError, UnsupportedVersionError
+from kcodec.protocol.facts_model import Facts, PartitionFacts
+from kcodec.protocol.model import Message
 
 __all__ = [
     "Facts",

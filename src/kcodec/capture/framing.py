@@ -24,8 +24,8 @@ from functools import cache
 from typing import Final
 
 from kcodec.capture.events import Direction, IssueKind
-from kcodec.errors import DecodeError
-from kcodec.registry import apis
+from kcodec.protocol.errors import DecodeError
+from kcodec.protocol.registry import apis
 
 __all__ = ["MAX_FRAME_SIZE", "Framer", "Pairing", "RawFrame", "plausible_request"]
 

@@ -23,9 +23,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kcodec.codec import Diagnostic, decode, message_info
-from kcodec.errors import KcodecError
-from kcodec.model import Message
+from kcodec.protocol.codec import Diagnostic, decode, message_info
+from kcodec.protocol.errors import KcodecError
+from kcodec.protocol.model import Message
 
 __all__ = [
     "CONSUMER",
@@ -80,7 +80,7 @@ class EmbeddedValue:
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` object: ``{"path", "type", "version", "value"}`` (``value`` in Kafka's JSON)."""
-        from kcodec.jsonconv import to_json
+        from kcodec.protocol.jsonconv import to_json
 
         return {"path": self.path, "type": self.type, "version": self.version,
                 "value": to_json(self.value, self.read_as)}  # fmt: skip

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Final, TypeVar, cast
 
 from kcodec.capture.events import CaptureIssue
-from kcodec.errors import KcodecError
+from kcodec.protocol.errors import KcodecError
 
 __all__ = ["CaptureFileError", "RawPacket", "RecordMaker", "iter_packets", "iter_records"]
 

@@ -14,7 +14,7 @@ from typing import Any
 from kcodec.capture.events import CapturedFrame, CaptureEvent, CaptureIssue
 from kcodec.capture.facts import Facts
 from kcodec.capture.group_stats import GroupStats
-from kcodec.error_codes import ErrorCode, error_name
+from kcodec.protocol.error_codes import ErrorCode, error_name
 
 __all__ = ["FENCING_CODES", "CaptureStats", "LatencyHistogram", "api_label"]
 

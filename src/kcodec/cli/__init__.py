@@ -1,10 +1,10 @@
 """The ``kcodec`` command. One module per command; each is imported only when that command runs,
 so ``kcodec --help`` and quick commands stay fast.
 
-The commands only present; the work is done by the library (``kcodec.registry``, ``kcodec.schema``,
-``kcodec.capture``, ``kcodec.negotiation``, ...) or, for ``generate``, by the generator run as a
-subprocess (``python -m kcodec.codegen.generate``) because the runtime never imports the build-time
-generator (``kcodec.codegen``).
+The commands only present; the work is done by the library (``kcodec.protocol.registry``,
+``kcodec.protocol.schema``, ``kcodec.capture``, ``kcodec.net.negotiation``, ...) or, for ``generate``,
+by the generator run as a subprocess (``python -m kcodec.codegen.generate``) because the runtime never
+imports the build-time generator (``kcodec.codegen``).
 """
 
 from __future__ import annotations

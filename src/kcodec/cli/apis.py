@@ -17,8 +17,8 @@ def apis_command(as_json: bool) -> None:
     Versions in the "proposals" column come from a proposal spec set (not an Apache Kafka spec, e.g.
     kcodec's KIP-359 Produce v14); negotiation never picks them unless asked to (--proposals).
     """
-    from kcodec.coverage import gaps_reason, release_span, version_gaps
-    from kcodec.registry import apis
+    from kcodec.protocol.coverage import gaps_reason, release_span, version_gaps
+    from kcodec.protocol.registry import apis
 
     gaps = version_gaps()
     known = {a.key for a in apis()}

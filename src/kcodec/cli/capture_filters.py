@@ -15,8 +15,8 @@ import click
 
 from kcodec.capture import CapturedFrame, CaptureEvent, CaptureIssue
 from kcodec.capture.facts import Facts
-from kcodec.errors import KcodecError
-from kcodec.registry import api
+from kcodec.protocol.errors import KcodecError
+from kcodec.protocol.registry import api
 
 __all__ = [
     "EventFilter",
@@ -96,7 +96,7 @@ def parse_apis(values: Iterable[str]) -> frozenset[int] | None:
 
 
 def _all_apis() -> list:  # type: ignore[type-arg]
-    from kcodec.registry import apis
+    from kcodec.protocol.registry import apis
 
     return apis()
 

@@ -23,7 +23,7 @@ from kcodec.cli.capture_filters import EventFilter, GroupTopics
 from kcodec.cli.capture_table import TableWriter
 from kcodec.cli.capture_view import full_view, record_lines, summary_parts
 from kcodec.cli.common import quiet_stdout
-from kcodec.error_codes import error_name
+from kcodec.protocol.error_codes import error_name
 
 __all__ = ["CaptureOutput", "Totals", "frame_json", "note_flags", "quiet_stdout", "write_summary"]
 

@@ -10,7 +10,7 @@ from typing import Any, Final, Literal, NamedTuple
 from kcodec.capture import CapturedFrame
 from kcodec.capture.facts import Facts
 from kcodec.capture.topics import renamed
-from kcodec.error_codes import error_name
+from kcodec.protocol.error_codes import error_name
 
 __all__ = [
     "Digest",
@@ -210,7 +210,9 @@ def digest(frame: CapturedFrame, facts: Facts | None, pending: bool = False) -> 
         error.append(("error", f"{type(frame.error).__name__}: {frame.error}"))
     notes: list[Part] = []
     if frame.diagnostics:
-        from kcodec.quirks import short_note  # (a known peer deviation: its short name; -V has it all)
+        from kcodec.protocol.quirks import (
+            short_note,  # (a known peer deviation: its short name; -V has it all)
+        )
 
         notes = [
             ("note", f"[{short_note(d)}]")
@@ -315,7 +317,7 @@ def records_fields(frame: CapturedFrame) -> list[tuple[str, Any]]:
     ``where`` names the topic and partition (``"orders/0"``) as far as the body tells."""
     if frame.body is None:
         return []
-    from kcodec.codec import message_info
+    from kcodec.protocol.codec import message_info
 
     body = frame.body
     version = frame.api_version or 0

@@ -14,12 +14,12 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from kcodec.cli.values import FiniteFloatRange
-from kcodec.errors import KcodecError
+from kcodec.protocol.errors import KcodecError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from kcodec.client import ConnectionSettings
+    from kcodec.net.client import ConnectionSettings
 
 
 class CountingReader:
@@ -141,10 +141,10 @@ def connection_settings(
     tls_insecure: bool,
     sasl_mechanism: str | None,
 ) -> ConnectionSettings:
-    """The :class:`~kcodec.client.ConnectionSettings` for the options of :func:`connection_options`;
+    """The :class:`~kcodec.net.client.ConnectionSettings` for the options of :func:`connection_options`;
     bad combinations are usage errors (exit 2)."""
-    from kcodec.client import ConnectionSettings, tls_context
-    from kcodec.sasl import SaslCredentials
+    from kcodec.net.client import ConnectionSettings, tls_context
+    from kcodec.net.sasl import SaslCredentials
 
     context = None
     if tls or tls_ca or tls_cert or tls_key or tls_insecure:
@@ -165,7 +165,7 @@ def connection_settings(
 
 def broker_address(target: str, param_hint: str = "HOST:PORT") -> tuple[str, int]:
     """``HOST:PORT`` → ``(host, port)``; a bad one is a usage error (exit 2) that says what is wrong."""
-    from kcodec.client import parse_host_port
+    from kcodec.net.client import parse_host_port
 
     try:
         return parse_host_port(target)
@@ -179,7 +179,7 @@ def parse_listen(text: str, option: str) -> tuple[str, int]:
     host = host.strip("[]")
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise click.BadParameter(f"{text!r}: expected HOST:PORT (port 0-65535)", param_hint=option)
-    from kcodec.transport import check_host
+    from kcodec.net.transport import check_host
 
     try:
         return check_host(host, text), int(port)

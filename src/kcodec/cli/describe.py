@@ -11,16 +11,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from kcodec.cli.common import console
-from kcodec.errors import KcodecError
-from kcodec.model import Uuid
-from kcodec.schema import STRUCT_DEFAULT, FieldInfo, MessageInfo, range_text
+from kcodec.protocol.errors import KcodecError
+from kcodec.protocol.model import Uuid
+from kcodec.protocol.schema import STRUCT_DEFAULT, FieldInfo, MessageInfo, range_text
 
 
 def suggestions(name: str, limit: int = 5) -> list[str]:
     """Message and API names close to ``name``: close spellings first (difflib), then names that
     contain it (``FetchReqest`` -> FetchRequest; ``offsetfetch`` -> OffsetFetchRequest, ...)."""
-    from kcodec.codec import message_names
-    from kcodec.registry import apis
+    from kcodec.protocol.codec import message_names
+    from kcodec.protocol.registry import apis
 
     names = [*message_names(), *(a.name for a in apis())]
     lowered: dict[str, str] = {}
@@ -34,8 +34,8 @@ def suggestions(name: str, limit: int = 5) -> list[str]:
 
 def resolve_message(name: str) -> str:
     """A message name (``FetchResponse``, ``RequestHeader``) or an API name/key (its request)."""
-    from kcodec.codec import message_names
-    from kcodec.registry import api
+    from kcodec.protocol.codec import message_names
+    from kcodec.protocol.registry import api
 
     names = message_names()
     if name in names:
@@ -106,7 +106,7 @@ def field_tree(info: MessageInfo, struct: str, version: int, depth: int = 0) -> 
 def newest_released_version(info: MessageInfo) -> int:
     """The version ``describe`` shows when none is given: the API's newest version an Apache Kafka
     spec defines (not a proposal's, such as kcodec's KIP-359 Produce v14); for headers, the newest."""
-    from kcodec.registry import api
+    from kcodec.protocol.registry import api
 
     if info.api_key is None:
         return info.versions[1]
@@ -130,7 +130,7 @@ def describe_command(message: str, version: int | None, as_json: bool) -> None:
     MESSAGE is a message name (FetchResponse, RequestHeader, ...) or an API name or key (Fetch, 1),
     which means that API's request.
     """
-    from kcodec.codec import message_info
+    from kcodec.protocol.codec import message_info
 
     name = resolve_message(message)
     info = message_info(name)

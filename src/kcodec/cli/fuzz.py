@@ -10,7 +10,7 @@ import click
 
 from kcodec.cli.common import CONTEXT_SETTINGS
 from kcodec.cli.values import FiniteFloatRange, OutputDirectory
-from kcodec.errors import KcodecError
+from kcodec.protocol.errors import KcodecError
 
 #: ``kcodec fuzz replay``: the target did not answer before the replay, so nothing was sent
 EXIT_UNREACHABLE = 3
@@ -29,7 +29,7 @@ class _FuzzGroup(click.Group):
 
 
 def _target(value: str) -> tuple[str, int]:
-    from kcodec.client import parse_host_port
+    from kcodec.net.client import parse_host_port
 
     try:
         host, port = parse_host_port(value)
@@ -44,7 +44,7 @@ def _apis(values: tuple[str, ...]) -> dict[int, tuple[int, int] | None] | None:
     """``("Fetch", "Metadata=0-12", "3")`` -> api key -> version range (None: every version)."""
     if not values:
         return None
-    from kcodec.registry import api
+    from kcodec.protocol.registry import api
 
     out: dict[int, tuple[int, int] | None] = {}
     for item in ",".join(values).split(","):

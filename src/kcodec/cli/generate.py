@@ -39,7 +39,7 @@ def generate_command(specs: Path, out: Path) -> None:
     """Generate a codec package from your own spec folder (runs kcodec's generator).
 
     The result is a Python package named after OUT's last folder, importable once OUT's parent is on
-    sys.path; its message modules work with kcodec's runtime (kcodec.model, kcodec._wire).
+    sys.path; its message modules work with kcodec's runtime (kcodec.protocol.model, kcodec.protocol._wire).
     """
     out = out.resolve()
     _check_package_name(out.name)

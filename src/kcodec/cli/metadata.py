@@ -23,8 +23,8 @@ def metadata_command(
 
     Like kcat -L, with the leader epoch after each leader; error codes are shown by Kafka's name.
     """
-    from kcodec.client_errors import ClientError
-    from kcodec.cluster import fetch_metadata
+    from kcodec.net.client_errors import ClientError
+    from kcodec.net.cluster import fetch_metadata
 
     address = broker_address(target)
     settings = connection_settings(timeout, **conn)

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from kcodec.cli.common import broker_address, connection_options, connection_settings
 from kcodec.cli.common import console as make_console
-from kcodec.errors import KcodecError
+from kcodec.protocol.errors import KcodecError
 
 #: handshake outcomes that mean "no Kafka reply at all": reported as one line, exit 1
 _NETWORK_OUTCOMES = {"timeout", "connection_error", "protocol_error"}
@@ -63,7 +63,7 @@ def versions_command(
 
     TARGET is HOST:PORT (runs the KIP-511 handshake over TCP) or, with --captured, a file.
     """
-    from kcodec.negotiation import kcodec_profile
+    from kcodec.net.negotiation import kcodec_profile
 
     profile = kcodec_profile(parse_caps(caps), proposals=proposals) if caps else None
     if all_brokers and proposals:
@@ -78,7 +78,7 @@ def versions_command(
     if all_brokers:
         _all_brokers(address, settings, profile, as_json)
         return
-    from kcodec.versions_report import render_versions_report, versions_report
+    from kcodec.net.versions_report import render_versions_report, versions_report
 
     report = versions_report(address, settings=settings, client_profile=profile, proposals=proposals)
     hs = report["handshake"]
@@ -94,7 +94,7 @@ MAX_CAPTURED_BYTES = 1 << 20
 
 
 def _captured(target: str, as_json: bool, profile: Any, proposals: bool) -> None:
-    from kcodec.versions_report import render_versions_report, versions_report
+    from kcodec.net.versions_report import render_versions_report, versions_report
 
     path = Path(target)
     try:
@@ -125,8 +125,8 @@ def _print(report: dict[str, Any], as_json: bool, render: Any) -> None:
 
 
 def _all_brokers(address: tuple[str, int], settings: Any, profile: Any, as_json: bool) -> None:
-    from kcodec.client_errors import ClientError
-    from kcodec.cluster_versions import cluster_versions_report
+    from kcodec.net.client_errors import ClientError
+    from kcodec.net.cluster_versions import cluster_versions_report
 
     try:
         report = cluster_versions_report(address, settings=settings, client_profile=profile)
@@ -170,7 +170,7 @@ def _render_cluster(report: dict[str, Any]) -> None:
 def parse_caps(caps: tuple[str, ...]) -> dict[int | str, tuple[int, int] | None]:
     """``("Fetch=0-8", "OffsetForLeaderEpoch=none")`` → ``{"Fetch": (0, 8), "OffsetForLeaderEpoch": None}``
     (keys: API names, or keys given as digits); a bad one is a usage error that says what is wrong."""
-    from kcodec.registry import api
+    from kcodec.protocol.registry import api
 
     out: dict[int | str, tuple[int, int] | None] = {}
     for cap in caps:

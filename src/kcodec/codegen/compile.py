@@ -35,24 +35,24 @@ ENV = "KCODEC_COMPILE"
 HOT_APIS = ("Metadata", "Fetch", "Produce", "ApiVersions", "ListOffsets")
 HEADERS = ("RequestHeader", "ResponseHeader")
 #: runtime modules compiled with the codecs: the base classes (the native classes extend them) and
-#: kcodec.blobs (called once per large bytes/records value an encoder writes). Not
-#: kcodec.codec: mypyc checks typed arguments at the call (a str given as a message would raise a
+#: kcodec.protocol.blobs (called once per large bytes/records value an encoder writes). Not
+#: kcodec.protocol.codec: mypyc checks typed arguments at the call (a str given as a message would raise a
 #: builtin TypeError before kcodec's own WrongTypeError, True would pass as version 1). Not
-#: kcodec._wire: mypyc's own texts for failed tuple unpacking would change the error messages of
+#: kcodec.protocol._wire: mypyc's own texts for failed tuple unpacking would change the error messages of
 #: malformed unknown tagged fields. Both stay interpreted and behave the same in both builds; neither
 #: is on the hot paths (the generated code inlines them).
-RUNTIME_MODULES = ("kcodec.model", "kcodec.blobs")
+RUNTIME_MODULES = ("kcodec.protocol.model", "kcodec.protocol.blobs")
 #: the capture stages, compiled with the codecs: what ``kcodec decode-capture``, the proxy and the
 #: pipeline's decoding run for every packet, segment and frame (the pcap/pcapng reader, segments,
 #: reassembly, framing, connections, the router, the frame decoder, facts and topic names), and
 #: what a parallel decode-capture's workers and parent run on top for every segment and batch (a
 #: shard's owners and keys, the merge).
-#: Not ``kcodec.frames``, for the reason ``kcodec.codec`` is not: its public functions would raise
-#: mypyc's TypeError for an argument of the wrong type instead of kcodec's WrongTypeError. Not the
-#: records the stages hand on (``kcodec.capture.events``' frames and issues, ``kcodec.facts_model``):
-#: the interpreted code that reads them (the CLI's table, the pipeline's rows) reads a compiled
-#: class's attributes 1.5-2.8x slower than a plain slotted class's, which made the table slower
-#: than in the pure build when they were compiled.
+#: Not ``kcodec.protocol.frames``, for the reason ``kcodec.protocol.codec`` is not: its public
+#: functions would raise mypyc's TypeError for an argument of the wrong type instead of kcodec's
+#: WrongTypeError. Not the records the stages hand on (``kcodec.capture.events``' frames and issues,
+#: ``kcodec.protocol.facts_model``): the interpreted code that reads them (the CLI's table, the
+#: pipeline's rows) reads a compiled class's attributes 1.5-2.8x slower than a plain slotted class's,
+#: which made the table slower than in the pure build when they were compiled.
 CAPTURE_MODULES = (
     "kcodec.capture.packets",
     "kcodec.capture.segments",

@@ -11,7 +11,7 @@ from kcodec.codegen.layout import FieldPlan, RunPlan, StructPlan, ValuePlan
 from kcodec.codegen.program import ConstructStruct
 from kcodec.codegen.wire_types import WIRE_TYPES
 
-UNKNOWN_TAGGED_FIELDS = "unknown_tagged_fields"  # kcodec.construct_backend.UNKNOWN_TAGGED_FIELDS
+UNKNOWN_TAGGED_FIELDS = "unknown_tagged_fields"  # kcodec.protocol.construct_backend.UNKNOWN_TAGGED_FIELDS
 
 
 def fields_of(plan: StructPlan) -> list[FieldPlan]:

@@ -1,7 +1,7 @@
 """Plan each message's conversion to Kafka JSON (``JsonConverter.write``): per struct and version, the
 members in spec order, the expression converting each value and when a tagged one is written.
 
-The rules (those of ``kcodec.jsonconv``, and of Kafka's generated converters): a member per field
+The rules (those of ``kcodec.protocol.jsonconv``, and of Kafka's generated converters): a member per field
 present at the version, named by the field's camelCase name; tagged fields only when their value is
 not the default of the spec set owning the version; null stays null whatever the field; arrays are
 copied element by element; bytes and records are standard base64 (records may be expanded by a

@@ -500,11 +500,11 @@ class ModulePlan:
     backend_imports: tuple[str, ...]
     #: compiled: version -> root function id of the bound eager decoders (``kcodec.decoder``) printed as
     #: native functions: a whole ``bytes`` body read by one native call, anything else through
-    #: ``kcodec.codec.decode``
+    #: ``kcodec.protocol.codec.decode``
     bound_decoders: tuple[tuple[int, str], ...] = ()
     #: compiled: version -> root function id of the bound encoders (``kcodec.encoder``) printed as
     #: native functions: a message of exactly the module's class encoded by one native call, anything
-    #: else (a subclass, another type, an error) through ``kcodec.codec.encode_as``
+    #: else (a subclass, another type, an error) through ``kcodec.protocol.codec.encode_as``
     bound_encoders: tuple[tuple[int, str], ...] = ()
     #: the bound encoders write into a ``ChunkedOut`` (the message has bytes/records values, which it
     #: keeps uncopied when large) rather than a plain ``bytearray``

@@ -13,13 +13,15 @@ from kcodec.codegen.wire_types import runtime_copy
 
 TEMPLATES = Path(__file__).parent / "templates" / "python"
 
-#: subpackage of the generated package holding the construct definitions (kcodec.construct_backend).
+#: subpackage of the generated package holding the construct definitions
+#: (kcodec.protocol.construct_backend).
 CONSTRUCT_PACKAGE = "construct_"
-#: subpackage of the generated package holding each message's conversion to Kafka JSON (kcodec.jsonconv)
+#: subpackage of the generated package holding each message's conversion to Kafka JSON
+#: (kcodec.protocol.jsonconv)
 JSON_PACKAGE = "json_"
 #: subpackage of the generated package holding each message's facts extractors (kcodec.capture.facts)
 FACTS_PACKAGE = "facts_"
-#: module of the generated package with the typed overloads of the by-name API (kcodec.messages)
+#: module of the generated package with the typed overloads of the by-name API (kcodec.protocol.messages)
 TYPING_MODULE = "typing_api"
 
 

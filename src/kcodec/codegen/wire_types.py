@@ -27,7 +27,8 @@ class WireType:
     snippet: str  # emitter snippet family: "fixed", "uuid", "string", "bytes" or "records"
     py_type: str  # annotation of an attribute holding one (generated modules import _Uuid)
     json: str  # one of REPRESENTATIONS
-    construct: str  # construct primitive (fixed width) or kcodec.construct_backend factory (variable)
+    # construct primitive (fixed width) or kcodec.protocol.construct_backend factory (variable)
+    construct: str
     fmt: str = ""  # struct format (fixed width only)
     size: int = 0  # bytes (fixed width only)
     bounds: tuple[int, int] | None = None  # inclusive range of an integer type

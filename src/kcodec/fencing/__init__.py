@@ -13,8 +13,8 @@
 - :mod:`~kcodec.fencing.producer_ids` — KIP-98/KIP-360: the coordinator's InitProducerId decision
   (:func:`init_producer_id`).
 
-Error codes come from :class:`kcodec.error_codes.ErrorCode` (FENCED_LEADER_EPOCH = 74,
-UNKNOWN_LEADER_EPOCH = 75) and sentinels from :mod:`kcodec.sentinels`.
+Error codes come from :class:`kcodec.protocol.error_codes.ErrorCode` (FENCED_LEADER_EPOCH = 74,
+UNKNOWN_LEADER_EPOCH = 75) and sentinels from :mod:`kcodec.protocol.sentinels`.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kcodec.error_codes import ErrorCode
-from kcodec.sentinels import LEADER_EPOCH_DURING_DELETE, NO_LEADER_EPOCH
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.sentinels import LEADER_EPOCH_DURING_DELETE, NO_LEADER_EPOCH
 
 
 def check_leader_epoch(request_epoch: int, partition_epoch: int) -> ErrorCode:

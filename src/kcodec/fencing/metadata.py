@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-from kcodec.sentinels import NO_LEADER_EPOCH
+from kcodec.protocol.sentinels import NO_LEADER_EPOCH
 
 PartitionKey = tuple[str, int]
 #: The all-zero topic id: a response without topic ids (before v10), never a change of id.

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from kcodec.error_codes import ErrorCode
-from kcodec.sentinels import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.sentinels import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 #: The largest producer epoch (int16); an epoch at MAX_PRODUCER_EPOCH - 1 or above cannot be bumped.
 MAX_PRODUCER_EPOCH = 32767

@@ -1,7 +1,7 @@
 """kcodec.fuzz: a schema-aware fuzzer for Kafka brokers, and kcodec's own decoders' self-check.
 
 * ``layout``: where lengths, counts, varints, null markers and tags are in an encoded body;
-* ``generate``: requests of any API/version from the specs, with edge values (``kcodec.strategies``);
+* ``generate``: requests of any API/version from the specs, with edge values (``kcodec.protocol.strategies``);
 * ``mutate``: structure-aware mutations of bodies and frames;
 * ``wire``: raw frames, a raw connection, the liveness probe;
 * ``oracle``: whether a reply is a finding;

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kcodec.errors import KcodecError
+from kcodec.protocol.errors import KcodecError
 
 __all__ = ["Finding", "FindingError", "FindingStore", "load_finding", "minimize"]
 

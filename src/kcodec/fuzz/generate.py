@@ -1,6 +1,6 @@
 """Requests generated from the specs: any message at any version, with edge values.
 
-A message is drawn from ``kcodec.strategies.messages`` (hypothesis) with bytes from the session's
+A message is drawn from ``kcodec.protocol.strategies.messages`` (hypothesis) with bytes from the session's
 seeded random source (hypothesis's ``fuzz_one_input``), so a seed gives the same messages again.
 ``Generator.edged`` then pushes some fields to the edges hypothesis reaches rarely: integer bounds
 and protocol sentinels (-1/-2 epochs, -1..-5 timestamps), empty and 32767-byte strings, unicode,
@@ -20,13 +20,13 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
-from kcodec import sentinels
-from kcodec.codec import encode, message_class, message_info
-from kcodec.errors import KcodecError
-from kcodec.model import Message
+from kcodec.protocol import sentinels
+from kcodec.protocol.codec import encode, message_class, message_info
+from kcodec.protocol.errors import KcodecError
+from kcodec.protocol.model import Message
+from kcodec.protocol.schema import INT_BOUNDS, FieldInfo, MessageInfo
+from kcodec.protocol.strategies import MAX_STRING_BYTES, MAX_TAG, messages
 from kcodec.records import NewRecord, build_batch
-from kcodec.schema import INT_BOUNDS, FieldInfo, MessageInfo
-from kcodec.strategies import MAX_STRING_BYTES, MAX_TAG, messages
 
 __all__ = ["EDGE_INTS", "Generator", "is_wait_field"]
 

@@ -1,9 +1,10 @@
 """Where things are in an encoded body: every length, count, varint, null marker, tag and value.
 
 ``layout(message_name, version, data)`` returns one ``Span`` per wire item, in order: the spans of
-the runtime's one walk over an encoding (``kcodec.wirewalk``, which ``kcodec.partial`` also reads
-values with). The spans tile the body exactly: every byte belongs to one span. The mutator uses them
-to aim at lengths, counts and markers instead of random bytes.
+the runtime's one walk over an encoding (``kcodec.protocol.wirewalk``, which
+``kcodec.protocol.partial`` also reads values with). The spans tile the body exactly: every byte
+belongs to one span. The mutator uses them to aim at lengths, counts and markers instead of random
+bytes.
 
 The walk checks what the decoders check (``DecodeError`` when the bytes do not fit, with the
 decoder's reason), but a layout is a map: values are located, not kept.
@@ -11,10 +12,10 @@ decoder's reason), but a layout is a map: values are located, not kept.
 
 from __future__ import annotations
 
-from kcodec._wire import Buffer
-from kcodec.codec import message_info
-from kcodec.errors import DecodeError, UnsupportedVersionError
-from kcodec.wirewalk import FIXED_WIDTH, LENGTH_KINDS, Span, walk_info
+from kcodec.protocol._wire import Buffer
+from kcodec.protocol.codec import message_info
+from kcodec.protocol.errors import DecodeError, UnsupportedVersionError
+from kcodec.protocol.wirewalk import FIXED_WIDTH, LENGTH_KINDS, Span, walk_info
 
 __all__ = ["FIXED_WIDTH", "LENGTH_KINDS", "Span", "layout"]
 

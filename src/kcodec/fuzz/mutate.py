@@ -335,7 +335,7 @@ def mutate_frame(
 ) -> FrameMutation:
     """One frame-level mutation of a request for ``api_key`` at ``version`` with ``body``."""
     from kcodec.fuzz.wire import frame, header_bytes, request_frame
-    from kcodec.registry import api
+    from kcodec.protocol.registry import api
 
     hv = api(api_key).request_header_version(version)
     good = request_frame(api_key, version, cid, body)

@@ -16,13 +16,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcodec.codec import decode, message_info
-from kcodec.error_codes import ErrorCode, error_name
-from kcodec.errors import KcodecError, TrailingBytesError
-from kcodec.frames import decode_response
 from kcodec.fuzz.generate import is_wait_field
 from kcodec.fuzz.wire import Reply
-from kcodec.registry import api
+from kcodec.protocol.codec import decode, message_info
+from kcodec.protocol.error_codes import ErrorCode, error_name
+from kcodec.protocol.errors import KcodecError, TrailingBytesError
+from kcodec.protocol.frames import decode_response
+from kcodec.protocol.registry import api
 
 __all__ = ["KINDS", "Sent", "Verdict", "error_codes", "judge"]
 

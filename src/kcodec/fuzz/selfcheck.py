@@ -14,11 +14,11 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from kcodec.codec import decode, decode_at, encode, message_names
-from kcodec.errors import KcodecError
-from kcodec.frames import decode_request, decode_response, encode_request, encode_response
+from kcodec.protocol.codec import decode, decode_at, encode, message_names
+from kcodec.protocol.errors import KcodecError
+from kcodec.protocol.frames import decode_request, decode_response, encode_request, encode_response
+from kcodec.protocol.registry import api
 from kcodec.records import iter_batches
-from kcodec.registry import api
 
 __all__ = [
     "CHECKS",
@@ -43,7 +43,7 @@ class SelfCheckFailure(AssertionError):
 
 def pairs() -> list[tuple[str, int]]:
     """Every (message name, version) kcodec has a codec for."""
-    from kcodec.codec import message_info
+    from kcodec.protocol.codec import message_info
 
     return [(n, v) for n in message_names() for v in sorted(message_info(n).owners)]
 
@@ -83,9 +83,9 @@ def check_body(name: str, version: int, data: bytes) -> str:
 def default_tagged_fields(msg: Any, name: str, version: int, spans: list[Any]) -> int:
     """How many known tagged fields in the body carry their default value (Kafka never writes those,
     and neither does kcodec: re-encoding drops them)."""
-    from kcodec.codec import message_info
-    from kcodec.schema import STRUCT_DEFAULT
-    from kcodec.wirewalk import TAGGED
+    from kcodec.protocol.codec import message_info
+    from kcodec.protocol.schema import STRUCT_DEFAULT
+    from kcodec.protocol.wirewalk import TAGGED
 
     info = message_info(name)
     found = 0
@@ -125,8 +125,8 @@ def canonical_form(name: str, version: int, data: bytes) -> bytes:
 def _canonical(data: bytes, spans: list[Any], i: int, start: int, end: int) -> tuple[bytearray, int]:
     """The canonical form of ``data[start:end]``, whose spans start at ``spans[i]``; with the index
     of the first span after it."""
-    from kcodec._wire import read_uvarint
     from kcodec.fuzz.mutate import uvarint
+    from kcodec.protocol._wire import read_uvarint
 
     out = bytearray()
     pos = start

@@ -17,18 +17,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kcodec.client import Connection
-from kcodec.client_errors import ClientError
-from kcodec.codec import decode, encode
-from kcodec.errors import KcodecError
 from kcodec.fuzz.findings import Finding, FindingStore, minimize
 from kcodec.fuzz.generate import Generator
 from kcodec.fuzz.layout import layout
 from kcodec.fuzz.mutate import Mutator, mutate_frame
 from kcodec.fuzz.oracle import KINDS, Sent, Verdict, judge
 from kcodec.fuzz.wire import RawConnection, Reply, alive, is_loopback, request_frame
-from kcodec.negotiation import handshake, negotiate
-from kcodec.registry import api, apis
+from kcodec.net.client import Connection
+from kcodec.net.client_errors import ClientError
+from kcodec.net.negotiation import handshake, negotiate
+from kcodec.protocol.codec import decode, encode
+from kcodec.protocol.errors import KcodecError
+from kcodec.protocol.registry import api, apis
 
 __all__ = ["HISTORY", "FuzzConfig", "FuzzError", "FuzzStats", "Session", "replay_frame"]
 

@@ -12,8 +12,8 @@ import struct
 import time
 from dataclasses import dataclass
 
-from kcodec.codec import encode, message_class
-from kcodec.registry import api
+from kcodec.protocol.codec import encode, message_class
+from kcodec.protocol.registry import api
 
 __all__ = [
     "RawConnection",
@@ -59,7 +59,7 @@ def request_frame(api_key: int, api_version: int, correlation_id: int, body: byt
 def header_size(frame: bytes) -> int:
     """The request header's size in ``frame`` (after the size prefix), read from its api key and
     version by Kafka's header-version rules (header v1 for api keys kcodec does not know)."""
-    from kcodec.errors import KcodecError
+    from kcodec.protocol.errors import KcodecError
 
     if len(frame) < 12:
         return max(len(frame) - 4, 0)

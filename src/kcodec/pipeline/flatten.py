@@ -7,7 +7,7 @@ filters on): topics, partitions with error codes and leader epochs, every non-ze
   requests; elsewhere a ``leaderEpoch`` means something else (the epoch of an offset) and is not
   taken. (Fetch/Produce responses' tagged ``currentLeader`` is not among the facts.)
 - ``current_leader_epoch``: a request's ``currentLeaderEpoch`` (KIP-320 fencing: Fetch, ListOffsets,
-  OffsetForLeaderEpoch); :data:`~kcodec.sentinels.NO_LEADER_EPOCH` when the client gives none.
+  OffsetForLeaderEpoch); :data:`~kcodec.protocol.sentinels.NO_LEADER_EPOCH` when the client gives none.
 - ``error_codes``: decode-capture's JSON field (code, name, where); ``errors`` the same split into
   topic and partition.
 - ``topic_pairs`` (topic id -> name pairs the frame states) and ``topic_ids`` (ids it names without a
@@ -27,9 +27,9 @@ from typing import Any
 
 from kcodec.capture.facts import Facts, frame_facts
 from kcodec.capture.topics import ZERO_TOPIC_ID
-from kcodec.error_codes import error_name
-from kcodec.errors import KcodecError
-from kcodec.model import Message
+from kcodec.protocol.error_codes import error_name
+from kcodec.protocol.errors import KcodecError
+from kcodec.protocol.model import Message
 
 __all__ = [
     "Flat",

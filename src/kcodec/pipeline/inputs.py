@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kcodec.errors import KcodecError
 from kcodec.pipeline.sources import local_path, open_input
+from kcodec.protocol.errors import KcodecError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -22,7 +22,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from kcodec.errors import KcodecError
+from kcodec.protocol.errors import KcodecError
 
 __all__ = ["SPARK_MODULE", "SUPPORTED_JAVA", "JavaNotFoundError", "find_java_home", "java_version"]
 

@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcodec.error_codes import ErrorCode
-from kcodec.sentinels import NO_LEADER_EPOCH
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.sentinels import NO_LEADER_EPOCH
 
 __all__ = ["AGGREGATE_COLUMNS", "LATENCY_K", "TIMELINE_K", "FrameColumns", "FrameRow", "Partials"]
 

@@ -1,8 +1,9 @@
-"""Errors of the live proxy (``kcodec.proxy``); all derive from :class:`kcodec.errors.KcodecError`."""
+"""Errors of the live proxy (``kcodec.proxy``); all derive from
+:class:`kcodec.protocol.errors.KcodecError`."""
 
 from __future__ import annotations
 
-from kcodec.errors import KcodecError
+from kcodec.protocol.errors import KcodecError
 
 __all__ = ["FrameSizeError", "ProxyError", "ProxySetupError"]
 

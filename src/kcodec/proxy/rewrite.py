@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 
-from kcodec.codec import Diagnostic, decode, decode_at, encode, message_info
-from kcodec.errors import DecodeError, KcodecError
-from kcodec.model import Message
-from kcodec.registry import api
+from kcodec.protocol.codec import Diagnostic, decode, decode_at, encode, message_info
+from kcodec.protocol.errors import DecodeError, KcodecError
+from kcodec.protocol.model import Message
+from kcodec.protocol.registry import api
 
 __all__ = [
     "ADDRESS_APIS",
@@ -161,7 +161,7 @@ def parse_response(frame: bytes | bytearray, api_key: int, api_version: int) -> 
     """Read a response frame (size prefix included) to a request of ``api_key`` at ``api_version``
     for rewriting; None if responses of that API and version advertise no endpoints. The body is
     checked in full but decoded lazily: only the structs that hold endpoints are built (a Fetch
-    response's partitions are not). Raises :class:`~kcodec.errors.DecodeError` (offsets from the
+    response's partitions are not). Raises :class:`~kcodec.protocol.errors.DecodeError` (offsets from the
     size prefix) if the frame does not decode; bytes after the body are allowed and kept."""
     paths = endpoint_paths(api_key, api_version)
     if not paths:

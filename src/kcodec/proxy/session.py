@@ -32,7 +32,8 @@ from typing import Literal
 
 from kcodec.capture import Direction
 from kcodec.capture.segments import endpoint
-from kcodec.errors import KcodecError
+from kcodec.protocol.errors import KcodecError
+from kcodec.protocol.registry import api
 from kcodec.proxy.errors import FrameSizeError
 from kcodec.proxy.events import NoticeKind, ProxyNotice
 from kcodec.proxy.inflight import InFlight, request_key, response_correlation_id
@@ -40,7 +41,6 @@ from kcodec.proxy.listeners import Endpoint
 from kcodec.proxy.pcap import Side, capture_time
 from kcodec.proxy.rewrite import parse_response, rewrites
 from kcodec.proxy.tap import Tap
-from kcodec.registry import api
 
 __all__ = ["Ending", "Session", "SessionLimits"]
 

@@ -13,7 +13,7 @@ gzip, snappy (xerial framing), lz4 (frame format) or zstd::
             print(record.offset, record.key, record.value, record.headers)
     batches.truncated_bytes               # > 0 if the buffer ended inside a batch (Fetch max_bytes)
 
-Errors are ``kcodec.errors.DecodeError`` subclasses from ``kcodec.records.errors``.
+Errors are ``kcodec.protocol.errors.DecodeError`` subclasses from ``kcodec.records.errors``.
 ``records_to_json(data, values="base64"|"text")`` gives a JSON view of the batches and records (used by
 ``kcodec.to_json(..., records=...)`` and ``kcodec decode-capture --records``).
 """

@@ -14,7 +14,7 @@ from typing import cast
 
 import crc32c
 
-from kcodec.errors import DecodeError
+from kcodec.protocol.errors import DecodeError
 from kcodec.records.base import Batch, RecordBudget
 from kcodec.records.compression import CodecError, SizeLimitError, decompress
 from kcodec.records.errors import (

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import crc32c
 
-from kcodec.errors import EncodeError, InvalidArgumentError, WrongTypeError
+from kcodec.protocol.errors import EncodeError, InvalidArgumentError, WrongTypeError
 from kcodec.records import batch as _v2
 from kcodec.records.compression import compress
 from kcodec.records.model import (

@@ -31,8 +31,8 @@ import struct
 
 import cramjam
 
-from kcodec._wire import Buffer
-from kcodec.errors import InvalidArgumentError, KcodecError
+from kcodec.protocol._wire import Buffer
+from kcodec.protocol.errors import InvalidArgumentError, KcodecError
 from kcodec.records import lz4frame
 from kcodec.records.model import Compression
 

@@ -1,4 +1,4 @@
-"""Errors raised while reading record batches. All are ``kcodec.errors.DecodeError`` subclasses.
+"""Errors raised while reading record batches. All are ``kcodec.protocol.errors.DecodeError`` subclasses.
 
 ``offset`` (from ``DecodeError``) is the byte position in the buffer given to ``iter_batches``;
 ``base_offset`` is the Kafka offset of the batch (for magic 0/1: the offset field of the shallow
@@ -7,7 +7,7 @@ message), or ``None`` when it could not be read.
 
 from __future__ import annotations
 
-from kcodec.errors import DecodeError
+from kcodec.protocol.errors import DecodeError
 
 
 class CorruptRecordError(DecodeError):

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from kcodec._wire import Buffer, byte_view
-from kcodec.errors import DecodeError, InvalidArgumentError, KcodecError
-from kcodec.json_values import b64
+from kcodec.protocol._wire import Buffer, byte_view
+from kcodec.protocol.errors import DecodeError, InvalidArgumentError, KcodecError
+from kcodec.protocol.json_values import b64
 from kcodec.records import batch as _v2
 from kcodec.records import legacy as _legacy
 from kcodec.records.base import DEFAULT_MAX_RECORDS, Batch, RecordBudget

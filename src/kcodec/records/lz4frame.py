@@ -28,7 +28,7 @@ import struct
 import cramjam
 from xxhash import xxh32_intdigest
 
-from kcodec._wire import Buffer
+from kcodec.protocol._wire import Buffer
 
 MAGIC = 0x184D2204
 _MAGIC_BYTES = struct.pack("<I", MAGIC)

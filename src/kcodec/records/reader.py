@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-from kcodec._wire import Buffer, byte_view
+from kcodec.protocol._wire import Buffer, byte_view
 from kcodec.records import batch as _v2
 from kcodec.records import legacy as _legacy
 from kcodec.records.base import DEFAULT_MAX_RECORDS, Batch, RecordBudget

@@ -6,8 +6,8 @@ and must fit an int32, a varlong at most 10 bytes and must fit an int64 (Kafka r
 
 from __future__ import annotations
 
-from kcodec._wire import Buffer
-from kcodec.errors import DecodeError, EncodeError
+from kcodec.protocol._wire import Buffer
+from kcodec.protocol.errors import DecodeError, EncodeError
 
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kcodec.errors import KcodecError
+from kcodec.protocol.errors import KcodecError
 
 __all__ = ["REPORT_TABLES", "ReportInputError", "load_tables"]
 

@@ -32,7 +32,7 @@ from kcodec.broker.handlers.transactions import (
     handle_list_transactions,
     handle_txn_offset_commit,
 )
-from kcodec.registry import api
+from kcodec.protocol.registry import api
 
 API_VERSIONS_KEY = 18
 PRODUCE_KEY = 0

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from kcodec.broker.handlers.common import RequestContext, cls
-from kcodec.error_codes import ErrorCode
+from kcodec.protocol.error_codes import ErrorCode
 
 #: KIP-511: ClientSoftwareName and ClientSoftwareVersion must match this (else INVALID_REQUEST).
 SOFTWARE_TEXT = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")

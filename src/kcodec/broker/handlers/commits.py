@@ -8,8 +8,8 @@ from typing import Any
 from kcodec.broker.groups import CommittedOffset
 from kcodec.broker.handlers.common import RequestContext, cls
 from kcodec.broker.handlers.groups import not_coordinator
-from kcodec.error_codes import ErrorCode
-from kcodec.sentinels import NO_LEADER_EPOCH
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.sentinels import NO_LEADER_EPOCH
 
 COMMIT_EPOCH_SINCE = 6
 FETCH_EPOCH_SINCE = 5

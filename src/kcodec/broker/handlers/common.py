@@ -9,10 +9,10 @@ from functools import cache
 from typing import Any
 
 from kcodec.broker.state import ClusterState, Node, Partition, Topic
-from kcodec.codec import message_class
-from kcodec.error_codes import ErrorCode
 from kcodec.fencing import check_leader_epoch
-from kcodec.sentinels import NO_LEADER_EPOCH
+from kcodec.protocol.codec import message_class
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.sentinels import NO_LEADER_EPOCH
 
 #: Kafka answers the first version that names topics by id (Fetch v13+, Produce v13+) with this
 #: for an id it does not know.

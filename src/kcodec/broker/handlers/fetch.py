@@ -16,9 +16,9 @@ from kcodec.broker.handlers.common import (
     node_endpoints,
     partition_error,
 )
-from kcodec.error_codes import ErrorCode
 from kcodec.fencing import check_fetch_epoch
-from kcodec.sentinels import NO_LEADER_EPOCH
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.sentinels import NO_LEADER_EPOCH
 
 TOPIC_IDS_SINCE = 13
 DIVERGING_EPOCH_SINCE = 12

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcodec.broker.handlers.common import RequestContext, cls
-from kcodec.error_codes import ErrorCode
+from kcodec.protocol.error_codes import ErrorCode
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 BATCHED_LOOKUP_SINCE = 4  # FindCoordinator v4+: CoordinatorKeys (KIP-699)

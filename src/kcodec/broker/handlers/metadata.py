@@ -8,8 +8,8 @@ from typing import Any
 from kcodec.broker.errors import BrokerError
 from kcodec.broker.handlers.common import RequestContext, cls
 from kcodec.broker.state import Topic
-from kcodec.error_codes import ErrorCode
-from kcodec.model import Uuid
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.model import Uuid
 
 #: Kafka's "authorized operations not requested" value (INT32_MIN).
 OPERATIONS_NOT_REQUESTED = -(2**31)

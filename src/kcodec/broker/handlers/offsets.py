@@ -7,9 +7,8 @@ from typing import Any
 
 from kcodec.broker.handlers.common import RequestContext, cls, partition_error
 from kcodec.broker.state import Partition
-from kcodec.error_codes import ErrorCode
-from kcodec.records import iter_batches
-from kcodec.sentinels import (
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.sentinels import (
     EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
     LATEST_TIERED_TIMESTAMP,
@@ -18,6 +17,7 @@ from kcodec.sentinels import (
     NO_LEADER_EPOCH,
     NO_TIMESTAMP,
 )
+from kcodec.records import iter_batches
 
 #: ListOffsets v4+ and OffsetForLeaderEpoch v2+ carry CurrentLeaderEpoch (KIP-320).
 LIST_OFFSETS_EPOCH_SINCE = 4

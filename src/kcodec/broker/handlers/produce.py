@@ -18,8 +18,8 @@ from kcodec.broker.handlers.common import (
 from kcodec.broker.idempotence import check_sequence, record_append
 from kcodec.broker.transactions import has_transactional_records
 from kcodec.broker.validate import Invalid, validate_produced
-from kcodec.error_codes import ErrorCode
-from kcodec.sentinels import NO_LEADER_EPOCH
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.sentinels import NO_LEADER_EPOCH
 
 TOPIC_IDS_SINCE = 13
 LEADER_HINTS_SINCE = 10  # KIP-951: CurrentLeader and NodeEndpoints in ProduceResponse

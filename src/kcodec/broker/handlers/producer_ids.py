@@ -7,9 +7,9 @@ from typing import Any
 
 from kcodec.broker.handlers.common import RequestContext, cls
 from kcodec.broker.handlers.groups import not_coordinator
-from kcodec.error_codes import ErrorCode
 from kcodec.fencing import init_producer_id
-from kcodec.sentinels import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.sentinels import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 #: Kafka's transaction.max.timeout.ms default (15 minutes).
 MAX_TRANSACTION_TIMEOUT_MS = 15 * 60 * 1000

@@ -7,9 +7,9 @@ from typing import Any
 
 from kcodec.broker.handlers.common import RequestContext, cls
 from kcodec.broker.state import Partition
-from kcodec.error_codes import ErrorCode
 from kcodec.fencing import check_stop_replica_epoch
-from kcodec.sentinels import NO_LEADER_EPOCH
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.sentinels import NO_LEADER_EPOCH
 
 PARTITION_STATES_SINCE = 3
 NO_BROKER_EPOCH = -1

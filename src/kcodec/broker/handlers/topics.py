@@ -6,8 +6,8 @@ from typing import Any
 
 from kcodec.broker.errors import BrokerError
 from kcodec.broker.handlers.common import RequestContext, cls, wire_message
-from kcodec.error_codes import ErrorCode
-from kcodec.model import Uuid
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.model import Uuid
 
 
 async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:

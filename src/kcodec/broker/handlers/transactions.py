@@ -11,8 +11,8 @@ from kcodec.broker.groups import CommittedOffset
 from kcodec.broker.handlers.common import RequestContext, cls
 from kcodec.broker.handlers.groups import not_coordinator
 from kcodec.broker.transactions import OFFSETS_TOPIC, TopicPartition, TxnState, now_ms, offsets_partition_for
-from kcodec.error_codes import ErrorCode
-from kcodec.sentinels import NO_LEADER_EPOCH
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.sentinels import NO_LEADER_EPOCH
 
 #: The first version of each API that knows PRODUCER_FENCED; older ones get INVALID_PRODUCER_EPOCH.
 PRODUCER_FENCED_SINCE = 2

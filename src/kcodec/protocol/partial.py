@@ -1,7 +1,7 @@
 """What a body that does not decode holds, up to where its bytes stop making sense.
 
 ``read_partial(message_name, version, data)`` reads a body with the runtime's one walk over an
-encoding (``kcodec.wirewalk``, the same walk ``kcodec.fuzz.layout`` maps bodies with) and returns a
+encoding (``kcodec.protocol.wirewalk``, the same walk ``kcodec.fuzz.layout`` maps bodies with) and returns a
 :class:`PartialBody`: everything it could read, as the Kafka JSON ``kcodec.to_json`` writes (same
 field names and value formats), and where and why it stopped (``error``: the ``DecodeError`` the
 codec raises for the same bytes: reason, offset and field path).
@@ -28,13 +28,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcodec._wire import Buffer
-from kcodec.codec import message_info
-from kcodec.errors import DecodeError, TrailingBytesError, UnsupportedVersionError
-from kcodec.jsonconv import RecordsMode, to_json
-from kcodec.model import Message
-from kcodec.schema import FieldInfo, MessageInfo
-from kcodec.wirewalk import Enter, Leave, Value, walk_info
+from kcodec.protocol._wire import Buffer
+from kcodec.protocol.codec import message_info
+from kcodec.protocol.errors import DecodeError, TrailingBytesError, UnsupportedVersionError
+from kcodec.protocol.jsonconv import RecordsMode, to_json
+from kcodec.protocol.model import Message
+from kcodec.protocol.schema import FieldInfo, MessageInfo
+from kcodec.protocol.wirewalk import Enter, Leave, Value, walk_info
 
 __all__ = ["PartialBody", "read_partial"]
 
@@ -91,7 +91,7 @@ class PartialBody:
             elif step.cut:
                 node = node[-1]
         if error_names:
-            from kcodec.error_codes import with_error_names
+            from kcodec.protocol.error_codes import with_error_names
 
             named: dict[str, Any] = with_error_names(out)
             return named

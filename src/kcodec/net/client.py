@@ -2,7 +2,7 @@
 
 Both frame requests with :func:`kcodec.encode_request`, give each one a fresh correlation id, match
 responses by correlation id (responses may arrive in any order, so requests can be pipelined) and decode
-every response at the version of its request. Errors are the typed ones of :mod:`kcodec.client_errors`.
+every response at the version of its request. Errors are the typed ones of :mod:`kcodec.net.client_errors`.
 
 Transports are pluggable so that TLS and SASL can be layered on without changing this module:
 
@@ -13,7 +13,7 @@ Transports are pluggable so that TLS and SASL can be layered on without changing
 * ``on_connect``: called with the open connection before it is handed out.
 
 TLS and SASL are built in: ``ssl_context=`` (an :class:`ssl.SSLContext`, e.g. from :func:`tls_context`)
-wraps the socket, ``sasl=`` (:class:`kcodec.sasl.SaslCredentials`) runs SaslHandshake and
+wraps the socket, ``sasl=`` (:class:`kcodec.net.sasl.SaslCredentials`) runs SaslHandshake and
 SaslAuthenticate (PLAIN, SCRAM-SHA-256/512) right after connecting.
 
 A peer that is not a Kafka broker is named in the error: "looks like HTTP", "looks like TLS" (a TLS
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Self
 
-from kcodec.client_errors import (
+from kcodec.net.client_errors import (
     BrokerConnectionError,
     ClientError,
     ConnectionClosedError,
@@ -40,13 +40,9 @@ from kcodec.client_errors import (
     ProtocolError,
     RequestTimeoutError,
 )
-from kcodec.errors import DecodeError, KcodecError
-from kcodec.frames import ResponseFrame, decode_response, encode_request
-from kcodec.model import Message
-from kcodec.peer_sniff import describe_foreign_reply
-from kcodec.registry import api
-from kcodec.sasl import SaslCredentials, SaslExchange
-from kcodec.transport import (
+from kcodec.net.peer_sniff import describe_foreign_reply
+from kcodec.net.sasl import SaslCredentials, SaslExchange
+from kcodec.net.transport import (
     SocketFactory,
     SocketLike,
     StreamFactory,
@@ -60,6 +56,10 @@ from kcodec.transport import (
     tls_failure,
     tls_socket_factory,
 )
+from kcodec.protocol.errors import DecodeError, KcodecError
+from kcodec.protocol.frames import ResponseFrame, decode_response, encode_request
+from kcodec.protocol.model import Message
+from kcodec.protocol.registry import api
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",

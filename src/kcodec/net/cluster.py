@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kcodec.client import Connection, ConnectionSettings, parse_host_port
-from kcodec.client_errors import NoCommonVersionError
-from kcodec.codec import message_class
-from kcodec.error_codes import error_name
-from kcodec.model import Message
-from kcodec.negotiation import handshake, negotiate
-from kcodec.sentinels import NO_LEADER_EPOCH
+from kcodec.net.client import Connection, ConnectionSettings, parse_host_port
+from kcodec.net.client_errors import NoCommonVersionError
+from kcodec.net.negotiation import handshake, negotiate
+from kcodec.protocol.codec import message_class
+from kcodec.protocol.error_codes import error_name
+from kcodec.protocol.model import Message
+from kcodec.protocol.sentinels import NO_LEADER_EPOCH
 
 __all__ = [
     "BrokerInfo",
@@ -192,7 +192,7 @@ def fetch_metadata(
 ) -> ClusterMetadata:
     """Ask one broker for the cluster's metadata (``"host:port"``, ``(host, port)`` or an open or
     unopened :class:`Connection`, which is then left open). Raises the client's errors
-    (:mod:`kcodec.client_errors`) when the broker cannot be reached or answers badly."""
+    (:mod:`kcodec.net.client_errors`) when the broker cannot be reached or answers badly."""
     own = not isinstance(target, Connection)
     if isinstance(target, Connection):
         conn = target
@@ -202,7 +202,7 @@ def fetch_metadata(
     try:
         result = handshake(conn)
         if not result.ok:
-            from kcodec.client_errors import NegotiationError
+            from kcodec.net.client_errors import NegotiationError
 
             last = result.attempts[-1] if result.attempts else None
             if last is not None and last.outcome in ("timeout", "connection_error", "protocol_error"):

@@ -18,7 +18,7 @@ anything is read for them. A known tagged field's events are yielded only once i
 been read and checked against its declared size: tagged values are all or nothing.
 
 Two consumers build on it: ``kcodec.fuzz.layout`` (the spans: where every length, count and tag is)
-and ``kcodec.partial`` (the values: what a body that does not decode holds up to the bad spot).
+and ``kcodec.protocol.partial`` (the values: what a body that does not decode holds up to the bad spot).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kcodec._wire import Buffer, read_uvarint
-from kcodec.errors import DecodeError
-from kcodec.model import Uuid
-from kcodec.schema import FieldInfo, MessageInfo
+from kcodec.protocol._wire import Buffer, read_uvarint
+from kcodec.protocol.errors import DecodeError
+from kcodec.protocol.model import Uuid
+from kcodec.protocol.schema import FieldInfo, MessageInfo
 
 __all__ = ["FIXED_WIDTH", "LENGTH_KINDS", "TAGGED", "Enter", "Event", "Leave", "Span", "Value", "walk_info"]
 

@@ -1,6 +1,6 @@
 """Reaching a broker: ``HOST:PORT`` parsing, TCP and TLS sockets, and one-line failure reasons.
 
-What :mod:`kcodec.client`'s connections stand on: :func:`parse_host_port` / :func:`check_port` for
+What :mod:`kcodec.net.client`'s connections stand on: :func:`parse_host_port` / :func:`check_port` for
 targets, :func:`tls_context` for TLS, the socket factories (plain and TLS) a connection opens with, and
 the errors that name what went wrong (a peer that closed without answering, one that answers in
 another protocol, a failed TLS handshake).
@@ -15,9 +15,9 @@ import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from kcodec.client_errors import BrokerConnectionError, ConnectionClosedError, ProtocolError
-from kcodec.errors import InvalidArgumentError
-from kcodec.peer_sniff import describe_foreign_reply
+from kcodec.net.client_errors import BrokerConnectionError, ConnectionClosedError, ProtocolError
+from kcodec.net.peer_sniff import describe_foreign_reply
+from kcodec.protocol.errors import InvalidArgumentError
 
 __all__ = [
     "SocketFactory",

@@ -1,5 +1,5 @@
 """The value types generated classes hold besides plain Python values: ``Uuid``, ``LazyArray`` and the
-``MISSING`` constructor sentinel. Kept apart from ``kcodec.model`` (whose base classes the compiled
+``MISSING`` constructor sentinel. Kept apart from ``kcodec.protocol.model`` (whose base classes the compiled
 build compiles) because a ``bytes`` subclass and a generic ``Sequence`` stay ordinary Python classes."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class Uuid(bytes):
     ZERO: ClassVar[Uuid]
 
     def __new__(cls, value: bytes | bytearray | memoryview | str = bytes(16)) -> Uuid:
-        from kcodec.errors import InvalidArgumentError, WrongTypeError
+        from kcodec.protocol.errors import InvalidArgumentError, WrongTypeError
 
         if isinstance(value, str):
             try:
@@ -90,7 +90,7 @@ class LazyArray(Sequence[T]):
         """The elements as a list (built now if they were not yet)."""
         items = self._items
         if items is None:
-            from kcodec.errors import DecodeError
+            from kcodec.protocol.errors import DecodeError
 
             buf = self._buf
             assert buf is not None

@@ -2,7 +2,7 @@
 (KIP-152), with the PLAIN (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802, RFC 7677, KIP-84) mechanisms.
 
 :class:`SaslExchange` is sans-I/O: ``next_request()`` gives the request to send (body and version),
-``feed(response_body)`` takes its answer, until ``done``; :mod:`kcodec.client` drives it over a
+``feed(response_body)`` takes its answer, until ``done``; :mod:`kcodec.net.client` drives it over a
 connection (``Connection(..., sasl=SaslCredentials(...))``). Credentials can come from the
 environment (:meth:`SaslCredentials.from_env`); the password never appears in a repr or an error.
 """
@@ -18,11 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kcodec.client_errors import SaslAuthenticationError
-from kcodec.codec import message_class
-from kcodec.error_codes import error_name
-from kcodec.errors import InvalidArgumentError
-from kcodec.model import Message
+from kcodec.net.client_errors import SaslAuthenticationError
+from kcodec.protocol.codec import message_class
+from kcodec.protocol.error_codes import error_name
+from kcodec.protocol.errors import InvalidArgumentError
+from kcodec.protocol.model import Message
 
 __all__ = [
     "ENV_PASSWORD",

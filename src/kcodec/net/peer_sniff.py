@@ -27,7 +27,7 @@ def describe_foreign_reply(data: bytes) -> str | None:
         kind = _TLS_RECORD_TYPES[data[0]]
         return (
             f"looks like TLS (a TLS {kind} record): the listener expects TLS; connect with --tls "
-            "(ssl_context= in kcodec.client)"
+            "(ssl_context= in kcodec.net.client)"
         )
     if data[:4] in (b"SSH-", b"220 ", b"220-", b"+OK ", b"-ERR", b"* OK"):
         return f"looks like a text protocol ({_printable_line(data)!r}), not Kafka"

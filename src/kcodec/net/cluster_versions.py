@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcodec.client import ConnectionSettings, parse_host_port
-from kcodec.cluster import fetch_metadata
-from kcodec.negotiation import ClientProfile
-from kcodec.versions_report import versions_report
+from kcodec.net.client import ConnectionSettings, parse_host_port
+from kcodec.net.cluster import fetch_metadata
+from kcodec.net.negotiation import ClientProfile
+from kcodec.net.versions_report import versions_report
 
 __all__ = ["cluster_versions_report"]
 

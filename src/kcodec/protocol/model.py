@@ -3,7 +3,7 @@
 In the compiled build (``KCODEC_COMPILE``) mypyc compiles this module: the base classes become native
 classes that the compiled codecs' native classes extend, and that the pure-Python codecs of the other
 messages extend as ordinary subclasses (``allow_interpreted_subclasses``). ``Uuid``, ``LazyArray`` and
-``MISSING`` live in ``kcodec.values`` and are re-exported here.
+``MISSING`` live in ``kcodec.protocol.values`` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
-from kcodec.values import MISSING, LazyArray, Uuid
+from kcodec.protocol.values import MISSING, LazyArray, Uuid
 
 try:
     from mypy_extensions import mypyc_attr

@@ -1,5 +1,5 @@
 """How wire values look in Kafka's JSON (``JsonConverter``): the helpers the generated converters call
-(``kcodec._generated.json_``, through ``kcodec.jsonconv``)."""
+(``kcodec._generated.json_``, through ``kcodec.protocol.jsonconv``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import binascii
 from collections.abc import Callable
 from typing import Any
 
-from kcodec.values import Uuid
+from kcodec.protocol.values import Uuid
 
 __all__ = ["b64", "uuid_text"]
 

@@ -11,9 +11,9 @@ from gc import isenabled as _gc_isenabled
 from types import ModuleType
 from typing import Any
 
-from kcodec._wire import ChunkedOut
-from kcodec.blobs import joined, parts
-from kcodec.errors import (
+from kcodec.protocol._wire import ChunkedOut
+from kcodec.protocol.blobs import joined, parts
+from kcodec.protocol.errors import (
     DecodeError,
     EncodeError,
     TrailingBytesError,
@@ -21,8 +21,8 @@ from kcodec.errors import (
     UnsupportedVersionError,
     WrongTypeError,
 )
-from kcodec.model import Message
-from kcodec.schema import MessageInfo
+from kcodec.protocol.model import Message
+from kcodec.protocol.schema import MessageInfo
 
 GENERATED = "kcodec._generated"
 _modules: dict[str, ModuleType] = {}
@@ -199,7 +199,7 @@ def decode(
     ``strict=False`` they are reported to ``diagnostics`` (if given) and the message is returned.
 
     ``lazy=True`` checks the whole body as usual but leaves the message's arrays of structs (e.g.
-    ``MetadataResponse.topics``) as ``kcodec.model.LazyArray`` objects built on first access: for
+    ``MetadataResponse.topics``) as ``kcodec.protocol.model.LazyArray`` objects built on first access: for
     readers that look at a few fields of large messages.
     """
     fn = _decoder_fn(message_name, version, lazy)

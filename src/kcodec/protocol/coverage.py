@@ -68,7 +68,7 @@ def find_gaps(
 @cache
 def version_gaps() -> dict[int, VersionGap]:
     """By API key: the released versions kcodec lacks (empty when it has them all)."""
-    from kcodec.registry import apis
+    from kcodec.protocol.registry import apis
 
     return find_gaps(released_versions(), {a.key: a.sources for a in apis()})
 

@@ -1,6 +1,6 @@
 """Every Kafka message class kcodec generates, importable by name::
 
-    from kcodec.messages import FetchRequest, MetadataResponse
+    from kcodec.protocol.messages import FetchRequest, MetadataResponse
 
     req = FetchRequest(max_wait_ms=500, topics=[FetchRequest.FetchTopic(topic="t")])
 
@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kcodec._generated.typing_api import *  # noqa: F403
-    from kcodec.model import Message
+    from kcodec.protocol.model import Message
 
 
 def __getattr__(name: str) -> type[Message]:
     from kcodec._generated import MESSAGES
-    from kcodec.codec import message_class
+    from kcodec.protocol.codec import message_class
 
     if name not in MESSAGES:
-        raise AttributeError(f"module 'kcodec.messages' has no attribute {name!r} (no such message)")
+        raise AttributeError(f"module 'kcodec.protocol.messages' has no attribute {name!r} (no such message)")
     cls = message_class(name)
     globals()[name] = cls
     return cls

@@ -1,6 +1,6 @@
 """Hypothesis strategies for kcodec messages: valid message objects of any message at any version.
 
-The strategies are driven by each message's runtime description (``kcodec.schema.MessageInfo``):
+The strategies are driven by each message's runtime description (``kcodec.protocol.schema.MessageInfo``):
 
 - only the fields present at the version get random values; fields the version does not have keep
   their class defaults, so the message can always be encoded at that version;
@@ -8,7 +8,7 @@ The strategies are driven by each message's runtime description (``kcodec.schema
 - tagged fields are sometimes left at their default (and so not written) and sometimes set;
 - strings are unicode including astral characters (never lone surrogates), at most 32767 UTF-8 bytes
   (Kafka's limit for every string); integers cover each type's full range; floats are finite
-  (including ``-0.0``); uuids are ``kcodec.model.Uuid``; ``records`` are arbitrary bytes;
+  (including ``-0.0``); uuids are ``kcodec.protocol.model.Uuid``; ``records`` are arbitrary bytes;
 - flexible structs sometimes carry ``unknown_tagged_fields`` whose tags no tagged field of the struct
   uses at any version, in ascending tag order (the order the wire format requires). Kafka's generated
   readers refuse a tag that the struct defines for other versions ("Tag 1 is not valid for version
@@ -32,10 +32,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from kcodec.codec import message_info, message_names
-from kcodec.errors import InvalidArgumentError
-from kcodec.model import Message, Uuid
-from kcodec.schema import INT_BOUNDS, JSON_KINDS, FieldInfo, MessageInfo
+from kcodec.protocol.codec import message_info, message_names
+from kcodec.protocol.errors import InvalidArgumentError
+from kcodec.protocol.model import Message, Uuid
+from kcodec.protocol.schema import INT_BOUNDS, JSON_KINDS, FieldInfo, MessageInfo
 
 __all__ = [
     "DEFAULT_MAX_ARRAY_SIZE",
@@ -84,7 +84,7 @@ def messages(
     """
     info = message_info(message_name)
     if version not in info.owners:
-        from kcodec.errors import UnsupportedVersionError
+        from kcodec.protocol.errors import UnsupportedVersionError
 
         raise UnsupportedVersionError(f"{message_name} has no version {version!r}")
     limits = _Limits(max_array_size, max_string_size, max_bytes_size, unknown_tagged_fields)

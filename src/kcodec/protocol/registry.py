@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from kcodec.errors import UnknownMessageError, UnsupportedVersionError
+from kcodec.protocol.errors import UnknownMessageError, UnsupportedVersionError
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +74,7 @@ class ApiInfo:
         ``"CurrentLeaderEpoch"``, ``"Topics.Partitions.CurrentLeaderEpoch"`` or ``"current_leader_epoch"``.
         A bare name matches at any depth.
         """
-        from kcodec.codec import message_info
+        from kcodec.protocol.codec import message_info
 
         info = message_info(self.response if response else self.request)
         return [v for v in self.versions if field_at(info, info.name, field.split("."), v, anywhere=True)]

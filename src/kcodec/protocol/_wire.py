@@ -8,8 +8,14 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from kcodec.chunked import CHUNK_BYTES, Buffer, ChunkedOut
-from kcodec.errors import DecodeError, EncodeError, NullValueError, UnsupportedVersionError, WrongTypeError
+from kcodec.protocol.chunked import CHUNK_BYTES, Buffer, ChunkedOut
+from kcodec.protocol.errors import (
+    DecodeError,
+    EncodeError,
+    NullValueError,
+    UnsupportedVersionError,
+    WrongTypeError,
+)
 
 __all__ = ["CHUNK_BYTES", "Buffer", "ChunkedOut"]
 

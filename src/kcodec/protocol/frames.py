@@ -11,16 +11,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcodec.codec import (
+from kcodec.protocol.codec import (
     Diagnostic,
     as_buffer,
     decoder_at,
     encode_into,
     message_class,
 )
-from kcodec.errors import DecodeError, TrailingBytesError, UnsupportedVersionError, WrongTypeError
-from kcodec.model import Message
-from kcodec.registry import ApiInfo, api
+from kcodec.protocol.errors import DecodeError, TrailingBytesError, UnsupportedVersionError, WrongTypeError
+from kcodec.protocol.model import Message
+from kcodec.protocol.registry import ApiInfo, api
 
 _SIZE = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hh")
@@ -137,7 +137,7 @@ def _frame(data: Any) -> tuple[bytes | bytearray | memoryview, int]:
     return buf, size
 
 
-# A message's decoder as frames run it (``kcodec.codec.decoder_at``), resolved once per (message,
+# A message's decoder as frames run it (``kcodec.protocol.codec.decoder_at``), resolved once per (message,
 # version)
 _Reader = Callable[[Any, int], tuple[Message, int]]
 _readers: dict[tuple[str, int], _Reader] = {}

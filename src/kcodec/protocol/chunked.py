@@ -1,6 +1,6 @@
-"""The output buffer of ``kcodec.encode``, kept apart from ``kcodec._wire`` (which the compiled build
+"""The output buffer of ``kcodec.encode``, kept apart from ``kcodec.protocol._wire`` (which the compiled build
 compiles) because it subclasses ``bytearray``, which native classes cannot. What it holds besides its
-bytes is written and read by ``kcodec.blobs``."""
+bytes is written and read by ``kcodec.protocol.blobs``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ CHUNK_BYTES = 8192
 class ChunkedOut(bytearray):
     """The output buffer of ``kcodec.encode``: generated encoders append small values to it as to any
     bytearray, but keep a large bytes/records value (e.g. 100 KiB of record batches) aside, uncopied
-    (``kcodec.blobs.blob``), so the final bytes are assembled with a single copy (``blobs.joined``)."""
+    (``kcodec.protocol.blobs.blob``), so the final bytes are assembled with a single copy
+    (``blobs.joined``)."""
 
     # No __init__ and no __slots__: creating one costs what a bytearray costs, and the instance dict
     # holding ``chunks`` only comes into being when a large value is appended. Then ``chunks`` is

@@ -20,10 +20,10 @@ from functools import partial
 from types import ModuleType
 from typing import Any, Literal
 
-from kcodec.codec import GENERATED, message_class, message_info, module
-from kcodec.errors import InvalidArgumentError, JsonError
-from kcodec.model import Message, Uuid
-from kcodec.schema import INT_BOUNDS, JSON_KINDS, STRUCT_DEFAULT, FieldInfo, MessageInfo
+from kcodec.protocol.codec import GENERATED, message_class, message_info, module
+from kcodec.protocol.errors import InvalidArgumentError, JsonError
+from kcodec.protocol.model import Message, Uuid
+from kcodec.protocol.schema import INT_BOUNDS, JSON_KINDS, STRUCT_DEFAULT, FieldInfo, MessageInfo
 
 RecordsMode = Literal["raw", "base64", "text"]
 RECORDS_MODES: tuple[RecordsMode, ...] = ("raw", "base64", "text")
@@ -55,14 +55,14 @@ def to_json(
 
     ``error_names=True`` adds, next to every ``errorCode`` / ``*ErrorCode`` member, a ``<member>Name``
     with Kafka's name of the code (``"errorCodeName": "UNKNOWN_LEADER_EPOCH"``; see
-    ``kcodec.error_codes.with_error_names``): a view for people, which ``from_json`` ignores.
+    ``kcodec.protocol.error_codes.with_error_names``): a view for people, which ``from_json`` ignores.
     """
     convert = _converters.get((type(message).MESSAGE_NAME, version, records))
     if convert is None:
         convert = json_converter(type(message).MESSAGE_NAME, version, records=records)
     out = convert(message)
     if error_names:
-        from kcodec.error_codes import with_error_names
+        from kcodec.protocol.error_codes import with_error_names
 
         named: dict[str, Any] = with_error_names(out)
         return named
@@ -88,7 +88,7 @@ def json_converter(
     table = _json_module(message_name)
     convert: Callable[..., dict[str, Any]] | None = table.TO_JSON.get(version)
     if convert is None:
-        from kcodec.errors import UnsupportedVersionError
+        from kcodec.protocol.errors import UnsupportedVersionError
 
         raise UnsupportedVersionError(f"{message_name} has no version {version}")
     if records != "raw" and version in table.RECORDS_VERSIONS:
@@ -128,7 +128,7 @@ def from_json(message_name: str, version: int, obj: Any) -> Message:
     """
     info = message_info(message_name)
     if version not in info.owners:
-        from kcodec.errors import UnsupportedVersionError
+        from kcodec.protocol.errors import UnsupportedVersionError
 
         raise UnsupportedVersionError(f"{message_name} has no version {version}")
     result = _struct_from_json(info, message_name, obj, version, message_name)

@@ -1,15 +1,15 @@
 """API version negotiation: the ApiVersions handshake (KIP-511) and choosing a version per API.
 
 The handshake logic is a small sans-I/O state machine (:class:`ApiVersionsHandshake`), driven over a
-blocking :class:`~kcodec.client.Connection` by :func:`handshake` or over an
-:class:`~kcodec.client.AsyncConnection` by :func:`async_handshake`:
+blocking :class:`~kcodec.net.client.Connection` by :func:`handshake` or over an
+:class:`~kcodec.net.client.AsyncConnection` by :func:`async_handshake`:
 
 1. send ApiVersionsRequest at kcodec's highest version, with ClientSoftwareName/Version;
 2. a reply with error UNSUPPORTED_VERSION (35) is read in the v0 layout (KIP-511: the broker answers
    in v0 when it does not know the request's version) and the request is retried at the highest
    ApiVersions version the broker advertises, always strictly lower than the version that failed;
 3. a reply that decodes neither at the version sent nor as v0 is examined for known deviations
-   (:data:`kcodec.quirks.QUIRKS`): the layout of another ApiVersions version, a flexible response
+   (:data:`kcodec.protocol.quirks.QUIRKS`): the layout of another ApiVersions version, a flexible response
    header, or the 1-byte ApiKeys count that librdkafka's mock cluster writes for v3+ requests. A
    recognised reply is recorded with its quirk and handled by its error code (35: retry at the
    advertised maximum; 0: not trusted, retry lower); an unrecognised one is recorded with both
@@ -31,19 +31,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcodec import __version__
-from kcodec.client import AsyncConnection, Connection
-from kcodec.client_errors import (
+from kcodec.net.client import AsyncConnection, Connection
+from kcodec.net.client_errors import (
     ClientError,
     FieldUnavailableError,
     NoCommonVersionError,
     ProtocolError,
 )
-from kcodec.codec import message_class, message_info
-from kcodec.errors import KcodecError, UnknownMessageError
-from kcodec.frames import decode_response
-from kcodec.model import Message
-from kcodec.quirks import QUIRKS, QuirkReading, diagnose_api_versions_reply, ranges_from_response
-from kcodec.registry import ApiInfo, api, apis
+from kcodec.protocol.codec import message_class, message_info
+from kcodec.protocol.errors import KcodecError, UnknownMessageError
+from kcodec.protocol.frames import decode_response
+from kcodec.protocol.model import Message
+from kcodec.protocol.quirks import QUIRKS, QuirkReading, diagnose_api_versions_reply, ranges_from_response
+from kcodec.protocol.registry import ApiInfo, api, apis
 
 __all__ = [
     "FENCING_FIELDS",
@@ -298,7 +298,7 @@ def handshake(conn: Connection, *, start_version: int | None = None) -> Handshak
 
 
 async def async_handshake(conn: AsyncConnection, *, start_version: int | None = None) -> HandshakeResult:
-    """:func:`handshake` over an :class:`~kcodec.client.AsyncConnection`."""
+    """:func:`handshake` over an :class:`~kcodec.net.client.AsyncConnection`."""
     hs = ApiVersionsHandshake(start_version=start_version)
     while not hs.done:
         try:

@@ -1,11 +1,12 @@
-"""Errors of kcodec's network client (``kcodec.client``) and version negotiation (``kcodec.negotiation``).
+"""Errors of kcodec's network client (``kcodec.net.client``) and version negotiation
+(``kcodec.net.negotiation``).
 
-All derive from :class:`kcodec.errors.KcodecError` through :class:`ClientError`.
+All derive from :class:`kcodec.protocol.errors.KcodecError` through :class:`ClientError`.
 """
 
 from __future__ import annotations
 
-from kcodec.errors import KcodecError
+from kcodec.protocol.errors import KcodecError
 
 
 class ClientError(KcodecError):

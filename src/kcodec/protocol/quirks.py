@@ -1,6 +1,6 @@
 """Known off-spec layouts of real peers, read into their real values.
 
-Both the ApiVersions handshake (``kcodec.negotiation``) and the offline capture decoder
+Both the ApiVersions handshake (``kcodec.net.negotiation``) and the offline capture decoder
 (``kcodec.capture``) use this module; it depends on the codec runtime only (no network code).
 
 Each reader takes a frame as captured (size prefix included) that does not decode cleanly, checks
@@ -37,11 +37,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kcodec.codec import message_class
-from kcodec.errors import DecodeError, KcodecError
-from kcodec.frames import Frame, RequestFrame, decode_request, decode_response
-from kcodec.model import Message
-from kcodec.registry import api
+from kcodec.protocol.codec import message_class
+from kcodec.protocol.errors import DecodeError, KcodecError
+from kcodec.protocol.frames import Frame, RequestFrame, decode_request, decode_response
+from kcodec.protocol.model import Message
+from kcodec.protocol.registry import api
 
 __all__ = [
     "API_VERSIONS_KEY",

@@ -8,7 +8,7 @@ goes instead of moving the bytes written so far out of the buffer, so ``blob`` c
 
 from __future__ import annotations
 
-from kcodec.chunked import Buffer, ChunkedOut
+from kcodec.protocol.chunked import Buffer, ChunkedOut
 
 
 def blob(out: ChunkedOut, value: Buffer) -> None:

@@ -46,10 +46,10 @@ from construct import (
     stream_write,
 )
 
-from kcodec._wire import tag_order, tag_size
-from kcodec.errors import UnknownMessageError, UnsupportedVersionError, WrongTypeError
-from kcodec.model import Struct, Uuid
-from kcodec.schema import FieldInfo, MessageInfo
+from kcodec.protocol._wire import tag_order, tag_size
+from kcodec.protocol.errors import UnknownMessageError, UnsupportedVersionError, WrongTypeError
+from kcodec.protocol.model import Struct, Uuid
+from kcodec.protocol.schema import FieldInfo, MessageInfo
 
 __all__ = [
     "COMPACT",

@@ -9,11 +9,8 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from kcodec.client import ConnectionSettings
-from kcodec.error_codes import error_name
-from kcodec.errors import KcodecError
-from kcodec.frames import decode_response
-from kcodec.negotiation import (
+from kcodec.net.client import ConnectionSettings
+from kcodec.net.negotiation import (
     API_VERSIONS_KEY,
     UNSUPPORTED_VERSION,
     Attempt,
@@ -26,8 +23,11 @@ from kcodec.negotiation import (
     negotiate,
     top_version,
 )
-from kcodec.quirks import diagnose_api_versions_reply
-from kcodec.registry import api, apis
+from kcodec.protocol.error_codes import error_name
+from kcodec.protocol.errors import KcodecError
+from kcodec.protocol.frames import decode_response
+from kcodec.protocol.quirks import diagnose_api_versions_reply
+from kcodec.protocol.registry import api, apis
 
 __all__ = ["captured_handshake", "render_versions_report", "versions_report"]
 
@@ -99,13 +99,13 @@ def versions_report(
     see ``handshake``. ``settings`` (TLS, SASL, its own timeout) say how to connect; without them,
     a plaintext connection with ``timeout``.
     """
-    from kcodec.fingerprint import fingerprint
+    from kcodec.net.fingerprint import fingerprint
 
     if isinstance(target, bytes | bytearray | memoryview):
         result = captured_handshake(bytes(target))
         source = f"captured ApiVersionsResponse ({len(target)} bytes)"
     else:
-        from kcodec.client import parse_host_port
+        from kcodec.net.client import parse_host_port
 
         host, port = parse_host_port(target) if isinstance(target, str) else target
         source = f"{host}:{port}"
@@ -144,8 +144,8 @@ def versions_report(
 
 
 def _with_gap(api_key: int, broker: tuple[int, int], reason: str | None) -> str | None:
-    """``reason``, plus the broker's versions kcodec has no spec for (see ``kcodec.coverage``)."""
-    from kcodec.coverage import version_gaps
+    """``reason``, plus the broker's versions kcodec has no spec for (see ``kcodec.protocol.coverage``)."""
+    from kcodec.protocol.coverage import version_gaps
 
     gap = version_gaps().get(api_key)
     if reason is None or gap is None:
