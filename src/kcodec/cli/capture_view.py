@@ -315,6 +315,7 @@ def records_fields(frame: CapturedFrame) -> list[tuple[str, Any]]:
     ``where`` names the topic and partition (``"orders/0"``) as far as the body tells."""
     if frame.body is None:
         return []
+    from kcodec.capture.entities import field_entity
     from kcodec.codec import message_info
 
     body = frame.body
@@ -322,23 +323,27 @@ def records_fields(frame: CapturedFrame) -> list[tuple[str, Any]]:
     info = message_info(type(body).MESSAGE_NAME)
     out: list[tuple[str, Any]] = []
 
-    def walk(struct_name: str, obj: Any, topic: str, partition: str) -> None:
+    message = type(body).MESSAGE_NAME
+
+    def walk(struct_name: str, obj: Any, topic: str, partition: str, parent_field: str) -> None:
+        in_partition = "partition" in struct_name.lower() or "partition" in parent_field
         for f in info.fields_at(struct_name, version):
             value = getattr(obj, f.attr, None)
             if value is None:
                 continue
             child = f.struct_name
+            entity = None if child else field_entity(message, f.name, f.type, f.entity_type, in_partition)
             if child is not None:
                 for item in value if f.is_array else [value]:
-                    walk(child, item, topic, partition)
+                    walk(child, item, topic, partition, f.attr)
             elif f.type == "records":
                 out.append((f"{topic or '?'}/{partition or '?'}", value))
-            elif "topic" in struct_name.lower() and f.attr in ("name", "topic", "topic_name", "topic_id"):
-                topic = topic if f.attr == "topic_id" and topic else str(value)
-            elif f.attr in ("partition", "partition_index", "index") and f.type == "int32":
+            elif (entity == "topicName" and not f.is_array) or (entity == "topicId" and not topic):
+                topic = str(value)
+            elif entity == "partition":
                 partition = str(value)
 
-    walk(type(body).MESSAGE_NAME, body, "", "")
+    walk(message, body, "", "", "")
     return out
 
 
