@@ -176,6 +176,14 @@ def test_the_issue_s_cases() -> None:
     })
     assert frame_facts(body, 0).topics == [("orders", None), ("audit", None)]
     assert request_groups(68, 0, body) == ("g",)
+    # AddPartitionsToTxn below v4 names its transaction and producer in fields named for their versions
+    body = kcodec.from_json("AddPartitionsToTxnRequest", 3, {
+        "v3AndBelowTransactionalId": "tx", "v3AndBelowProducerId": 5, "v3AndBelowProducerEpoch": 1,
+        "v3AndBelowTopics": [{"name": "orders", "partitions": [0]}],
+    })
+    facts = frame_facts(body, 3)
+    assert facts.values == {"v3_and_below_transactional_id": "tx", "v3_and_below_producer_id": 5}
+    assert facts.topics == [("orders", None)]
 
 
 def test_the_unmarked_list_names_only_unmarked_fields() -> None:

@@ -53,7 +53,11 @@ _KEY_LABELS: Final = {
     "generation_id_or_member_epoch": "generation",
     "client_software_name": "software",
     "allow_auto_topic_creation": "auto-create",
+    "v3_and_below_transactional_id": "transactional_id",
+    "v3_and_below_producer_id": "producer_id",
 }
+#: key values that say "none" with -1 (not shown then)
+_NONE_WHEN_MINUS_ONE: Final = ("producer_id", "producer_epoch", "controller_id", "ongoing_txn_producer_id")
 _SHOWN_ELSEWHERE: Final = ("brokers", "coordinators")  # counts the summary shows as a list of their own
 _MAX_TOPICS: Final = 8
 _MAX_PARTITIONS: Final = 12
@@ -100,7 +104,7 @@ def _keys(frame: CapturedFrame, facts: Facts) -> list[Part]:
     for key, value in values.items():
         if value is None or value == "" or (key in ("acks", "isolation_level", "session_id") and value == 0):
             continue
-        if key in ("producer_id", "producer_epoch", "controller_id") and value == -1:
+        if key in _NONE_WHEN_MINUS_ONE and value == -1:
             continue
         label = _KEY_LABELS.get(key, key)
         out.append(("", f"{label} {value!r}" if isinstance(value, str) else f"{label} {value}"))
