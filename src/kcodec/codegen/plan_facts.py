@@ -247,5 +247,5 @@ def _function(cls: str, version: int, root: bool, steps: list[FactsStep],
                          broker, node_id, codes)
 
 
-__all__ = ["CODE_ROLES", "KEY_ENTITIES", "KEY_VALUES", "PARTITION_VALUES", "ROLES_FILE", "field_entity",
-           "plan_facts"]
+__all__ = ["CODE_ROLES", "ENDPOINT", "KEY_ENTITIES", "KEY_VALUES", "PARTITION_VALUES", "ROLES_FILE",
+           "field_entity", "plan_facts"]
