@@ -1,8 +1,10 @@
 """The test oracle of ``kcodec.capture.facts``: the generic walker the generated extractors replaced.
 
-It reads the schema at run time (``message_info``) and walks a decoded body field by field, applying
-the same rules (``kcodec.codegen.plan_facts``'s tables); the tests check that the generated
-extractors find exactly what it finds.
+It reads the schema at run time (``message_info``) and walks a decoded body field by field, with
+the planner's roles (``kcodec.codegen.plan_facts.field_entity``: a field's ``entityType``, or its
+entry in the list of unmarked fields) and value tables; the tests check that the generated
+extractors find exactly what it finds (``test_facts_extractors``), and that those roles are the
+specs' marks (``test_facts_roles``, which reads the spec files themselves).
 
 The facts people look for in a frame, pulled out of its body: error codes (and where), the
 topic-partitions it is about with their offsets and leader epochs, brokers, and key fields (group,
@@ -11,22 +13,24 @@ of ``kcodec decode-capture``, and by anything that flattens frames into table ro
 
 :func:`frame_facts` walks only the parts of a body that hold such fields, by a plan made once per
 (message, version) from the schema: a field is recognised by its name and the struct it is in
-(``ErrorCode`` anywhere; ``Name``/``Topic``/``TopicId`` in a topic struct; ``PartitionIndex``/
-``Partition``/``Index`` in a partition struct; leader epochs, offsets, ...).
+(``ErrorCode`` anywhere; topic names, topic ids, partitions, brokers, groups, producers and
+transactions by their role; leader epochs, offsets, ...).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kcodec.codegen.plan_facts import KEY_VALUES, PARTITION_IDS, PARTITION_VALUES, TOPIC_NAMES
 from kcodec.protocol.codec import message_info
+from kcodec.codegen.plan_facts import (
+    ENDPOINT,
+    KEY_ENTITIES,
+    KEY_VALUES,
+    PARTITION_VALUES,
+    field_entity,
+)
 from kcodec.protocol.facts_model import Facts, PartitionFacts
 from kcodec.protocol.model import Message, Uuid
-
-_TOPIC_NAMES = TOPIC_NAMES
-_PARTITION_IDS = PARTITION_IDS
-
 
 # plan entry: (attr, role, child struct or None, is array); role "count": an array of structs with
 # nothing of interest in them (only its length is kept)
@@ -54,14 +58,16 @@ def _build(
         return bool(plans[struct])
     plans[struct] = ()  # (no recursive structs in Kafka's specs; this guards anyway)
     info = message_info(message)
-    lower = struct.lower()
-    in_topic = "topic" in lower and struct != message
-    in_partition = "partition" in lower or "partition" in parent_field
+    in_partition = "partition" in struct.lower() or "partition" in parent_field
     root = struct == message
     out: list[tuple[str, str, str | None, bool]] = []
-    for f in info.fields_at(struct, version):
+    here = info.fields_at(struct, version)
+    endpoint = set(ENDPOINT) <= {f.attr for f in here}
+    broker_id = False
+    for f in here:
         child = f.struct_name
         a = f.attr
+        entity = field_entity(message, f.name, f.type, f.entity_type, in_partition)
         if child is not None:
             if _build(message, child, version, plans, a):
                 out.append((a, "struct", child, f.is_array))
@@ -71,17 +77,23 @@ def _build(
             out.append((a, "error", None, False))
         elif f.type == "records":
             out.append((a, "records", None, False))
-        elif a == "topic_id" and f.type == "uuid":
+        elif entity == "topicId" and f.type == "uuid":
             out.append((a, "topic_id", None, False))
-        elif in_topic and a in _TOPIC_NAMES and f.type == "string":
+        elif entity == "topicName" and f.type == "string":
             out.append((a, "topic", None, False))
-        elif in_partition and a in _PARTITION_IDS and f.type == "int32":
+        elif entity == "topicName" and f.type == "[]string":
+            out.append((a, "topics", None, False))
+        elif entity == "partition" and f.type == "int32":
             out.append((a, "partition", None, False))
         elif a in PARTITION_VALUES and not f.is_array and (in_partition or root):
             out.append((a, "value", None, False))
-        elif a in KEY_VALUES and not f.is_array:
+        elif not f.is_array and (entity in KEY_ENTITIES or a in KEY_VALUES):
             out.append((a, "key", None, False))
-        elif a in ("node_id", "host", "port", "broker_id") and not f.is_array:
+        elif entity == "brokerId" and not f.is_array and not broker_id and (
+                endpoint or (root and a == "node_id")):
+            broker_id = True
+            out.append((a, "node_id", None, False))
+        elif endpoint and a in ENDPOINT and not f.is_array:
             out.append((a, "node", None, False))
     plans[struct] = tuple(out)
     return bool(out)
@@ -119,6 +131,8 @@ class _Walker:
                     errors.append(value)
             elif role == "topic":
                 topic, new_topic = value, True
+            elif role == "topics":
+                facts.topics.extend((t, None) for t in value)
             elif role == "topic_id":
                 topic_id, new_topic = str(value if isinstance(value, Uuid) else Uuid(value)), True
             elif role == "partition":
@@ -130,6 +144,8 @@ class _Walker:
                 facts.records_bytes += records
             elif role == "key":
                 facts.values.setdefault(attr, value)
+            elif role == "node_id":
+                node["node_id"] = value
             else:
                 node[attr] = value
         if new_topic and part is None:
@@ -146,7 +162,7 @@ class _Walker:
                 facts.values.setdefault(k, v)
         if "host" in node and "port" in node:
             facts.brokers.append(
-                (int(node.get("node_id", node.get("broker_id", -1))), node["host"], node["port"])
+                (int(node.get("node_id", -1)), node["host"], node["port"])
             )
         elif "node_id" in node and depth == 0:
             facts.values.setdefault("node_id", node["node_id"])

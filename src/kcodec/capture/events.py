@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from kcodec.capture.record import PLAIN_ATTRS, PLAIN_NAMES
 from kcodec.protocol.errors import DecodeError, KcodecError
 from kcodec.protocol.model import Message
 from kcodec.protocol.registry import api
@@ -152,7 +153,8 @@ class CapturedFrame:
         return header, to_json(self.body, self.api_version, records=records)
 
     def to_dict(self, *, body: bool = True, records: RecordsMode = "raw") -> dict[str, Any]:
-        """The JSON-lines object: header and body as Kafka JSON (``kcodec.to_json``) when ``body``.
+        """The JSON-lines object: the members of :data:`~kcodec.capture.record.FRAME_RECORD` in its
+        order (``latency`` only when set), header and body as Kafka JSON (``kcodec.to_json``) when ``body``.
 
         ``partial`` is true when the body did not decode and ``body`` shows what it holds up to the
         bad spot (``kcodec.protocol.partial``: every field read whole before it, the struct or array it is in
@@ -163,20 +165,8 @@ class CapturedFrame:
         ``diagnostics`` is always there (``[]`` for a conformant frame), and ``embedded``: the protocol
         messages found in its bytes fields (``kcodec.capture.groups``; ``[]`` if none).
         """
-        out: dict[str, Any] = {
-            "type": "frame",
-            "time": self.timestamp,
-            "connection": self.connection,
-            "client": self.client,
-            "server": self.server,
-            "direction": self.direction,
-            "stream_offset": self.stream_offset,
-            "size": self.size,
-            "api_key": self.api_key,
-            "api_name": self.api_name,
-            "api_version": self.api_version,
-            "correlation_id": self.correlation_id,
-        }
+        out: dict[str, Any] = {"type": "frame"}
+        out.update(zip(PLAIN_NAMES, PLAIN_ATTRS(self), strict=True))  # then the rest, in record order
         if self.latency is not None:
             out["latency"] = self.latency
         if body:

@@ -5,10 +5,11 @@ of ``kcodec decode-capture``, and by anything that flattens frames into table ro
 
 :func:`frame_facts` runs the message's generated extractor (``kcodec._generated.facts_``, one
 straight-line function per struct layout and version, planned at build time by
-``kcodec.codegen.plan_facts``): it reads only the fields that hold such facts. A field is recognised
-by its name and the struct it is in (``ErrorCode`` anywhere; ``Name``/``Topic``/``TopicId`` in a
-topic struct; ``PartitionIndex``/``Partition``/``Index`` in a partition struct; leader epochs,
-offsets, ...; the rules are the planner's).
+``kcodec.codegen.plan_facts``): it reads only the fields that hold such facts. What a field names
+comes from its spec (``kcodec.capture.entities``): topic names, broker ids, group ids, producer ids
+and transactional ids by the specs' ``entityType``; topic ids and partition indexes, which the specs
+do not mark, by a short list. ``ErrorCode`` anywhere is an error code; leader epochs, offsets and a
+few other values are shown by name (the planner's tables).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kcodec.capture.entities import entity_values
 from kcodec.protocol.codec import Diagnostic, decode, message_info
 from kcodec.protocol.errors import KcodecError
 from kcodec.protocol.model import Message
@@ -43,12 +44,18 @@ _JOIN, _SYNC, _HEARTBEAT, _LEAVE = 11, 14, 12, 13
 _OFFSET_COMMIT, _OFFSET_FETCH, _FIND_COORDINATOR, _DESCRIBE_GROUPS = 8, 9, 10, 15
 _ADD_OFFSETS_TO_TXN, _TXN_OFFSET_COMMIT, _DELETE_GROUPS, _OFFSET_DELETE = 25, 28, 42, 47
 _CG_HEARTBEAT, _CG_DESCRIBE = 68, 69
-#: The APIs whose frames are about consumer groups.
+#: The APIs whose frames are about groups (consumer, share and streams groups): FindCoordinator, and
+#: those whose requests have a field that names a group (the specs' ``groupId``; tested against them).
 GROUP_KEYS: Final = frozenset(
     {
         _JOIN, _SYNC, _HEARTBEAT, _LEAVE, _OFFSET_COMMIT, _OFFSET_FETCH, _FIND_COORDINATOR,
         _DESCRIBE_GROUPS, _ADD_OFFSETS_TO_TXN, _TXN_OFFSET_COMMIT, _DELETE_GROUPS, _OFFSET_DELETE,
         _CG_HEARTBEAT, _CG_DESCRIBE,
+        76, 77, 78, 79,  # ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge
+        83, 84, 85, 86, 87,  # Initialize/Read/Write/Delete ShareGroupState, ReadShareGroupStateSummary
+        88, 89,  # StreamsGroupHeartbeat, StreamsGroupDescribe
+        90, 91, 92,  # Describe/Alter/Delete ShareGroupOffsets
+        93,  # StreamsGroupTopologyDescriptionUpdate
     }
 )  # fmt: skip
 _SUBSCRIPTION: Final = "ConsumerProtocolSubscription"
@@ -153,7 +160,9 @@ def _s(value: object) -> str | None:
 
 
 def request_groups(key: int, version: int, body: Any) -> tuple[str, ...]:
-    """The groups a group request names (``()`` for other requests)."""
+    """The groups a group request names (``()`` for other requests): its fields that name a group
+    (``kcodec.capture.entities``: the specs' ``groupId``), and FindCoordinator's keys when they are
+    groups' (its ``key_type`` 0: the spec cannot mark a key that is a group id or a transactional id)."""
     if key == _FIND_COORDINATOR:
         if getattr(body, "key_type", 0) != 0:
             return ()  # a transactional id (1) or another kind of key
@@ -161,18 +170,7 @@ def request_groups(key: int, version: int, body: Any) -> tuple[str, ...]:
             key_value = _s(getattr(body, "key", None))
             return (key_value,) if key_value else ()
         return tuple(k for k in getattr(body, "coordinator_keys", None) or () if isinstance(k, str))
-    if key == _OFFSET_FETCH:
-        groups = getattr(body, "groups", None)
-        if groups is not None and version >= 8:
-            return tuple(g.group_id for g in groups if isinstance(g.group_id, str))
-    if key == _DESCRIBE_GROUPS:
-        return tuple(g for g in getattr(body, "groups", None) or () if isinstance(g, str))
-    if key == _DELETE_GROUPS:
-        return tuple(g for g in getattr(body, "groups_names", None) or () if isinstance(g, str))
-    if key == _CG_DESCRIBE:
-        return tuple(g for g in getattr(body, "group_ids", None) or () if isinstance(g, str))
-    group = _s(getattr(body, "group_id", None))
-    return (group,) if group else ()
+    return tuple(g for g in entity_values(body, version, "groupId") if isinstance(g, str) and g)
 
 
 class GroupTracker:
@@ -232,9 +230,7 @@ class GroupTracker:
         if body is None:
             return groups, [], []
         if key == _DESCRIBE_GROUPS and not groups:
-            groups = tuple(
-                g.group_id for g in getattr(body, "groups", None) or () if isinstance(g.group_id, str)
-            )
+            groups = tuple(g for g in entity_values(body, version, "groupId") if isinstance(g, str))
         embedded: list[EmbeddedValue] = []
         notes: list[str] = []
         if key in (_JOIN, _SYNC):

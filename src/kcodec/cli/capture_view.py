@@ -53,7 +53,11 @@ _KEY_LABELS: Final = {
     "generation_id_or_member_epoch": "generation",
     "client_software_name": "software",
     "allow_auto_topic_creation": "auto-create",
+    "v3_and_below_transactional_id": "transactional_id",
+    "v3_and_below_producer_id": "producer_id",
 }
+#: key values that say "none" with -1 (not shown then)
+_NONE_WHEN_MINUS_ONE: Final = ("producer_id", "producer_epoch", "controller_id", "ongoing_txn_producer_id")
 _SHOWN_ELSEWHERE: Final = ("brokers", "coordinators")  # counts the summary shows as a list of their own
 _MAX_TOPICS: Final = 8
 _MAX_PARTITIONS: Final = 12
@@ -100,7 +104,7 @@ def _keys(frame: CapturedFrame, facts: Facts) -> list[Part]:
     for key, value in values.items():
         if value is None or value == "" or (key in ("acks", "isolation_level", "session_id") and value == 0):
             continue
-        if key in ("producer_id", "producer_epoch", "controller_id") and value == -1:
+        if key in _NONE_WHEN_MINUS_ONE and value == -1:
             continue
         label = _KEY_LABELS.get(key, key)
         out.append(("", f"{label} {value!r}" if isinstance(value, str) else f"{label} {value}"))
@@ -210,9 +214,7 @@ def digest(frame: CapturedFrame, facts: Facts | None, pending: bool = False) -> 
         error.append(("error", f"{type(frame.error).__name__}: {frame.error}"))
     notes: list[Part] = []
     if frame.diagnostics:
-        from kcodec.protocol.quirks import (
-            short_note,  # (a known peer deviation: its short name; -V has it all)
-        )
+        from kcodec.protocol.quirks import short_note  # (a known peer deviation: its short name; -V has it all)
 
         notes = [
             ("note", f"[{short_note(d)}]")
@@ -317,6 +319,7 @@ def records_fields(frame: CapturedFrame) -> list[tuple[str, Any]]:
     ``where`` names the topic and partition (``"orders/0"``) as far as the body tells."""
     if frame.body is None:
         return []
+    from kcodec.capture.entities import field_entity
     from kcodec.protocol.codec import message_info
 
     body = frame.body
@@ -324,23 +327,27 @@ def records_fields(frame: CapturedFrame) -> list[tuple[str, Any]]:
     info = message_info(type(body).MESSAGE_NAME)
     out: list[tuple[str, Any]] = []
 
-    def walk(struct_name: str, obj: Any, topic: str, partition: str) -> None:
+    message = type(body).MESSAGE_NAME
+
+    def walk(struct_name: str, obj: Any, topic: str, partition: str, parent_field: str) -> None:
+        in_partition = "partition" in struct_name.lower() or "partition" in parent_field
         for f in info.fields_at(struct_name, version):
             value = getattr(obj, f.attr, None)
             if value is None:
                 continue
             child = f.struct_name
+            entity = None if child else field_entity(message, f.name, f.type, f.entity_type, in_partition)
             if child is not None:
                 for item in value if f.is_array else [value]:
-                    walk(child, item, topic, partition)
+                    walk(child, item, topic, partition, f.attr)
             elif f.type == "records":
                 out.append((f"{topic or '?'}/{partition or '?'}", value))
-            elif "topic" in struct_name.lower() and f.attr in ("name", "topic", "topic_name", "topic_id"):
-                topic = topic if f.attr == "topic_id" and topic else str(value)
-            elif f.attr in ("partition", "partition_index", "index") and f.type == "int32":
+            elif (entity == "topicName" and not f.is_array) or (entity == "topicId" and not topic):
+                topic = str(value)
+            elif entity == "partition":
                 partition = str(value)
 
-    walk(type(body).MESSAGE_NAME, body, "", "")
+    walk(message, body, "", "", "")
     return out
 
 

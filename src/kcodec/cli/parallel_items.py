@@ -43,6 +43,7 @@ import orjson
 
 from kcodec.capture import CapturedFrame, CaptureEvent, CaptureIssue
 from kcodec.capture.facts import Facts, event_facts, facts_reader
+from kcodec.capture.record import table_row_values
 from kcodec.capture.stats import FENCING_CODES, CaptureStats, api_label
 from kcodec.capture.topics import TopicDirectory, named_ids, topic_ids, unnamed_ids
 from kcodec.cli.capture_filters import EventFilter, frame_topics
@@ -107,18 +108,19 @@ class JsonFrame(NamedTuple):
 
 
 class Row(NamedTuple):
-    """What the table's row of a frame shows besides its summary (``TableWriter.frame`` reads these)."""
+    """What the table's row of a frame shows besides its summary (``TableWriter.frame`` reads these):
+    the frame record's ``TABLE_ROW``, by attribute, in its order (``kcodec.capture.record``)."""
 
     timestamp: float
     connection: int
     client: str
     server: str
     direction: str
-    api_key: int | None
-    api_version: int | None
-    api_name: str | None
-    correlation_id: int | None
     size: int | None
+    api_key: int | None
+    api_name: str | None
+    api_version: int | None
+    correlation_id: int | None
     latency: float | None
     error: bool | None  # (True or None: only "is not None" is asked)
 
@@ -258,10 +260,7 @@ def _tuples(items: list[list[Any]]) -> list[Any]:
 
 
 def _row(ev: CapturedFrame) -> Row:
-    return Row(
-        ev.timestamp, ev.connection, ev.client, ev.server, ev.direction, ev.api_key, ev.api_version,
-        ev.api_name, ev.correlation_id, ev.size, ev.latency, True if ev.error is not None else None,
-    )  # fmt: skip
+    return tuple.__new__(Row, table_row_values(ev))
 
 
 def _table_frame(

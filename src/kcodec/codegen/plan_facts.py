@@ -1,17 +1,20 @@
 """Plan each message's facts extractors (``kcodec.capture.facts``): per struct and version, the fields
 holding what people look for in a frame and what each one is to the facts.
 
-The rules: a field is recognised by its attribute, its type and the struct it is in. ``error_code``
-anywhere is an error code; ``name``/``topic``/``topic_name`` (a string) in a topic struct (a struct
-other than the message whose name says ``topic``) is a topic name; a uuid ``topic_id`` is a topic id;
-``partition_index``/``partition``/``index``/``partition_id`` (an int32) in a partition struct (its
-name, or the field holding it, says ``partition``) is a partition; a few partition-level values
-(``PARTITION_VALUES``) in a partition struct or the message; a few message-level values
-(``KEY_VALUES``) anywhere; a broker's ``node_id``/``host``/``port``/``broker_id``; ``records`` are
-counted. A child struct is followed when it holds any of these; an array of structs holding none has
-only its size kept. Each struct is planned once per message version, the first time it is met (by
-the field holding it). Struct layouts planned alike in several versions share one function, named
-like the codec functions (``<Struct>_v<first version>``).
+What a field *is* comes from the spec: its ``entityType`` (``topicName``, ``brokerId``, ``groupId``,
+``producerId``, ``transactionalId``), or, for the fields the specs leave unmarked (topic ids,
+partition indexes, a few ids), the list in ``kcodec/data/entity_roles.json`` (:func:`field_entity`).
+A ``topicName`` string is a topic name, a ``topicName`` array of strings names topics too; a
+``topicId`` uuid is a topic id; a ``partition`` int32 is a partition; the ``brokerId`` of a struct
+with a ``host`` and a ``port`` is that broker's id (and the root's ``node_id`` is kept as a value);
+a ``groupId``, ``producerId`` or ``transactionalId`` (not an array) is a message-level value
+(``KEY_ENTITIES``). ``error_code`` anywhere is an error code; ``records`` are counted. What is worth
+showing besides is chosen by attribute: a few partition-level values (``PARTITION_VALUES``) in a
+partition struct or the message, a few message-level values (``KEY_VALUES``) anywhere. A child
+struct is followed when it holds any of these; an array of structs holding none has only its size
+kept. Each struct is planned once per message version, the first time it is met (by the field
+holding it). Struct layouts planned alike in several versions share one function, named like the
+codec functions (``<Struct>_v<first version>``).
 
 Each message also gets *codes* extractors, for what a JSON line needs of the facts: error codes and
 where they are, topics, and the partitions that carry a topic id (from which topic ids are named).
@@ -21,7 +24,11 @@ follow only the structs holding one of those; everything else in their facts sta
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
 
 from kcodec.codegen.merge import MergedMessage, MergedStruct
 from kcodec.codegen.program import FactsFunction, FactsModulePlan, FactsStep
@@ -50,7 +57,6 @@ PARTITION_VALUES = (
 KEY_VALUES = (
     "client_software_name",
     "client_software_version",
-    "group_id",
     "member_id",
     "group_instance_id",
     "generation_id",
@@ -59,8 +65,6 @@ KEY_VALUES = (
     "protocol_name",
     "leader",
     "key",
-    "transactional_id",
-    "producer_id",
     "producer_epoch",
     "acks",
     "isolation_level",
@@ -70,12 +74,40 @@ KEY_VALUES = (
     "controller_id",
     "allow_auto_topic_creation",
 )
-TOPIC_NAMES = ("name", "topic", "topic_name")
-PARTITION_IDS = ("partition_index", "partition", "index", "partition_id")
-NODE_FIELDS = ("node_id", "host", "port", "broker_id")
+#: the entities kept as message-level values (by attribute; first one found wins), not in arrays
+KEY_ENTITIES = frozenset({"groupId", "producerId", "transactionalId"})
+#: a broker's endpoint (with its ``brokerId``: a broker the frame names)
+ENDPOINT = ("host", "port")
 
 #: the roles a codes extractor reads (see the module docstring)
-CODE_ROLES = frozenset({"error", "topic", "topic_id", "partition"})
+CODE_ROLES = frozenset({"error", "topic", "topics", "topic_id", "partition"})
+
+#: the list of roles of fields the specs leave unmarked (read by the runtime too)
+ROLES_FILE = Path(__file__).resolve().parents[1] / "data" / "entity_roles.json"
+
+
+@cache
+def _unmarked() -> tuple[dict[tuple[str, str], str], dict[tuple[str, str], tuple[str, str]]]:
+    """``(message, field) -> entity`` and ``(field, type) -> (entity, where)`` of ``ROLES_FILE``."""
+    data: dict[str, Any] = json.loads(ROLES_FILE.read_text(encoding="utf-8"))
+    fields = {(e["message"], e["field"]): e["entity"] for e in data["fields"]}
+    names = {(e["field"], e["type"]): (e["entity"], e.get("in", "")) for e in data["names"]}
+    return fields, names
+
+
+def field_entity(message: str, name: str, type_text: str, entity_type: str | None,
+                 in_partition: bool) -> str | None:
+    """What a field of ``message`` names: its spec's ``entityType``, else its entry in the list of
+    unmarked fields (``ROLES_FILE``; ``in_partition``: the field is in a partition struct); None:
+    nothing."""
+    if entity_type is not None:
+        return entity_type
+    fields, names = _unmarked()
+    found = fields.get((message, name))
+    if found is not None:
+        return found
+    entity, where = names.get((name, type_text), (None, ""))
+    return entity if not where or (where == "partition" and in_partition) else None
 
 FieldsBySet = dict[str, dict[str, tuple[FieldSpec, ...]]]  # class -> spec set -> its fields there
 
@@ -148,18 +180,18 @@ def _struct(ms: MergedStruct, message: str, version: int, owner: str, fields_by_
     if found is not None:
         return found.fid
     planned[ms.name] = _Planned("")  # (no recursive structs in Kafka's specs; this guards anyway)
-    lower = ms.name.lower()
     root = ms.name == message
-    in_topic = "topic" in lower and not root
-    in_partition = "partition" in lower or "partition" in parent_field
+    in_partition = "partition" in ms.name.lower() or "partition" in parent_field
     steps: list[FactsStep] = []
     children: list[FactsStep] = []
-    for f in fields_by_set[ms.name].get(owner, ()):
-        if version not in f.versions:
-            continue
+    here = [f for f in fields_by_set[ms.name].get(owner, ()) if version in f.versions]
+    endpoint = set(ENDPOINT) <= {f.snake_name for f in here}
+    broker_id = False
+    for f in here:
         mf = ms.get(f.name)
         assert mf is not None
         a, t = mf.attr, f.type
+        entity = field_entity(message, f.name, t.text, f.entity_type, in_partition)
         if mf.struct is not None:
             child = _struct(mf.struct, message, version, owner, fields_by_set, planned, out, a, codes)
             if child:
@@ -172,17 +204,21 @@ def _struct(ms: MergedStruct, message: str, version: int, owner: str, fields_by_
             steps.append(FactsStep(a, "error"))
         elif t.text == "records":
             steps.append(FactsStep(a, "records"))
-        elif a == "topic_id" and t.text == "uuid":
+        elif entity == "topicId" and t.text == "uuid":
             steps.append(FactsStep(a, "topic_id"))
-        elif in_topic and a in TOPIC_NAMES and t.text == "string":
-            steps.append(FactsStep(a, "topic"))
-        elif in_partition and a in PARTITION_IDS and t.text == "int32":
+        elif entity == "topicName" and t.text in ("string", "[]string"):
+            steps.append(FactsStep(a, "topics" if t.is_array else "topic"))
+        elif entity == "partition" and t.text == "int32":
             steps.append(FactsStep(a, "partition"))
         elif a in PARTITION_VALUES and not t.is_array and (in_partition or root):
             steps.append(FactsStep(a, "value"))
-        elif a in KEY_VALUES and not t.is_array:
+        elif not t.is_array and (entity in KEY_ENTITIES or a in KEY_VALUES):
             steps.append(FactsStep(a, "key"))
-        elif a in NODE_FIELDS and not t.is_array:
+        elif entity == "brokerId" and not t.is_array and not broker_id and (
+                endpoint or (root and a == "node_id")):
+            broker_id = True  # (the first one: a struct names one broker)
+            steps.append(FactsStep(a, "node", local="node_id"))
+        elif endpoint and a in ENDPOINT and not t.is_array:
             steps.append(FactsStep(a, "node", local=f"node_{a}"))
     if codes:
         steps = [s for s in steps if s.role in CODE_ROLES]
@@ -196,22 +232,20 @@ def _struct(ms: MergedStruct, message: str, version: int, owner: str, fields_by_
 def _function(cls: str, version: int, root: bool, steps: list[FactsStep],
               children: list[FactsStep], codes: bool = False) -> FactsFunction:
     roles = {s.role for s in steps}
-    nodes = {s.attr: s.local for s in steps if s.role == "node"}
+    nodes = {s.local for s in steps if s.role == "node"}
     locals_ = tuple(
         name
         for name, role in (("values", "value"), ("partition", "partition"), ("error_code", "error"),
                            ("records", "records"), ("new_topic", "topic"))
         if role in roles or (name == "new_topic" and "topic_id" in roles)
-    ) + tuple(nodes.values())
+    ) + tuple(local for local in ("node_id", "node_host", "node_port") if local in nodes)
     broker = ""
-    if "host" in nodes and "port" in nodes:
-        ids = [nodes[a] for a in ("node_id", "broker_id") if a in nodes]
-        broker = "-1"
-        for local in reversed(ids):
-            broker = f"{local} if {local} is not None else {broker}"
-    node_id = nodes.get("node_id", "") if root else ""
+    if "node_host" in nodes:  # (a struct with a host has a port: see _struct)
+        broker = "node_id if node_id is not None else -1" if "node_id" in nodes else "-1"
+    node_id = "node_id" if root and "node_id" in nodes else ""
     return FactsFunction(f"{cls}_v{version}", cls, "", root, tuple(steps), tuple(children), locals_,
                          broker, node_id, codes)
 
 
-__all__ = ["CODE_ROLES", "KEY_VALUES", "PARTITION_IDS", "PARTITION_VALUES", "TOPIC_NAMES", "plan_facts"]
+__all__ = ["CODE_ROLES", "ENDPOINT", "KEY_ENTITIES", "KEY_VALUES", "PARTITION_VALUES", "ROLES_FILE",
+           "field_entity", "plan_facts"]

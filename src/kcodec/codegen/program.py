@@ -421,12 +421,13 @@ class JsonModulePlan:
 class FactsStep:
     """One field a facts extractor reads (``kcodec.capture.facts``), and what it is to the facts.
 
-    ``role``: ``error`` (an error code), ``topic`` (a topic name), ``topic_id``, ``partition`` (a
-    partition index), ``value`` (a partition-level value, or a message-level one at the root),
-    ``records`` (its size is counted), ``key`` (a message-level value, first one wins), ``count`` (an
-    array of structs with nothing of interest: only its size is kept), ``node`` (a broker's id, host
-    or port, read into ``local``), ``struct`` (a child struct or array of them, extracted by
-    ``child``; ``counted``: its size is kept too)."""
+    ``role``: ``error`` (an error code), ``topic`` (a topic name), ``topics`` (an array of topic
+    names), ``topic_id``, ``partition`` (a partition index), ``value`` (a partition-level value, or a
+    message-level one at the root), ``records`` (its size is counted), ``key`` (a message-level
+    value, first one wins), ``count`` (an array of structs with nothing of interest: only its size is
+    kept), ``node`` (a broker's id, host or port, read into ``local``: ``node_id``, ``node_host``,
+    ``node_port``), ``struct`` (a child struct or array of them, extracted by ``child``;
+    ``counted``: its size is kept too)."""
 
     attr: str
     role: str

@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from kcodec.capture import CaptureDecoder, CapturedFrame, CaptureEvent, CaptureIssue, Segment, error_dict
+from kcodec.capture.record import CLIENT_COLUMNS, FRAME_RECORD
 from kcodec.pipeline.flatten import (
     code_struct_fields,
     error_struct_fields,
@@ -57,33 +58,18 @@ ERROR_STRUCT = _struct(error_struct_fields)
 CODE_STRUCT = _struct(code_struct_fields)
 PAIR_STRUCT = _struct(pair_struct_fields)
 
-#: (column, Spark type) of a stage-2 row. ``kind`` is ``frame`` or ``issue``.
+#: (column, Spark type) of a stage-2 row. ``kind`` is ``frame`` or ``issue``. A frame's own columns are
+#: its record's (``kcodec.capture.record.FRAME_RECORD``, but for ``connection``, numbered later from
+#: ``key``/``local``/``first_*``), then what its connection's client said (``CLIENT_COLUMNS``), then
+#: its facts flattened (``kcodec.pipeline.flatten``); an issue's columns come last.
 EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("kind", "string"),
     ("key", "string"),
     ("local", "int"),
     ("first_order", "int"),
     ("first_offset", "long"),
-    ("time", "double"),
-    ("client", "string"),
-    ("server", "string"),
-    ("direction", "string"),
-    ("stream_offset", "long"),
-    ("size", "long"),
-    ("api_key", "int"),
-    ("api_name", "string"),
-    ("api_version", "int"),
-    ("correlation_id", "int"),
-    ("latency", "double"),
-    ("header", "string"),
-    ("body", "string"),
-    ("partial", "boolean"),
-    ("error", "string"),
-    ("diagnostics", "array<string>"),
-    ("embedded", "string"),
-    ("client_id", "string"),
-    ("client_software_name", "string"),
-    ("client_software_version", "string"),
+    *((c.name, c.type) for c in FRAME_RECORD if c.name != "connection"),
+    *((c.name, c.type) for c in CLIENT_COLUMNS),
     ("topics", "array<string>"),
     ("error_code", "int"),
     ("error_name", "string"),

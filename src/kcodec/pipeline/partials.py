@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kcodec.capture.record import CLIENT_COLUMNS, FRAME_NAMES
 from kcodec.protocol.error_codes import ErrorCode
 from kcodec.protocol.sentinels import NO_LEADER_EPOCH
 
@@ -27,25 +28,11 @@ LATENCY_K = 10000
 TIMELINE_K = 1000
 FENCING_CODES = frozenset((int(ErrorCode.FENCED_LEADER_EPOCH), int(ErrorCode.UNKNOWN_LEADER_EPOCH)))
 
-#: The columns of the frames table the aggregates read.
+#: The columns of the frames table the aggregates read: a frame's record but its JSON texts, what its
+#: connection's client said, and its partitions and errors.
 AGGREGATE_COLUMNS = (
-    "time",
-    "connection",
-    "client",
-    "server",
-    "direction",
-    "stream_offset",
-    "size",
-    "api_key",
-    "api_name",
-    "api_version",
-    "correlation_id",
-    "latency",
-    "error",
-    "diagnostics",
-    "client_id",
-    "client_software_name",
-    "client_software_version",
+    *(n for n in FRAME_NAMES if n not in ("header", "body", "partial", "embedded")),
+    *(c.name for c in CLIENT_COLUMNS),
     "partitions",
     "errors",
 )

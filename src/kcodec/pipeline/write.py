@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from kcodec.capture.record import CLIENT_COLUMNS, FRAME_NAMES
 from kcodec.pipeline.decode import event_arrow_schema
 from kcodec.pipeline.memory import fewer_collections
 from kcodec.pipeline.outputs import Output
@@ -38,33 +39,9 @@ __all__ = [
     "write_task",
 ]
 
-#: Event columns the ``frames`` table takes as they are (``connection`` and the columns after
-#: ``error_name`` are computed here).
-FRAME_COLUMNS = (
-    "time",
-    "connection",
-    "client",
-    "server",
-    "direction",
-    "stream_offset",
-    "size",
-    "api_key",
-    "api_name",
-    "api_version",
-    "correlation_id",
-    "latency",
-    "header",
-    "body",
-    "partial",
-    "error",
-    "diagnostics",
-    "embedded",
-    "client_id",
-    "client_software_name",
-    "client_software_version",
-    "error_code",
-    "error_name",
-)
+#: Event columns the ``frames`` table takes as they are: a frame's record, what its connection's client
+#: said, and its error code (``connection`` and the columns after ``error_name`` are computed here).
+FRAME_COLUMNS = (*FRAME_NAMES, *(c.name for c in CLIENT_COLUMNS), "error_code", "error_name")
 #: Columns of the ``diagnostics`` table.
 DIAGNOSTIC_COLUMNS = (
     "source",
@@ -298,7 +275,7 @@ def frame_schema() -> Any:
 
     events = event_arrow_schema()
     fields = [events.field(c) for c in FRAME_COLUMNS if c != "connection"]
-    fields.insert(1, pa.field("connection", pa.int32()))
+    fields.insert(FRAME_COLUMNS.index("connection"), pa.field("connection", pa.int32()))
     fields += [events.field(c) for c in ("topics", "partitions", "errors", "error_codes")]
     fields += [
         pa.field("topic_names", pa.map_(pa.string(), pa.string())),
