@@ -14,9 +14,9 @@ from __future__ import annotations
 from kcodec._wire import Buffer
 from kcodec.codec import message_info
 from kcodec.errors import DecodeError, UnsupportedVersionError
-from kcodec.wirewalk import FIXED_WIDTH, LENGTH_KINDS, Span, walk_info
+from kcodec.wirewalk import LENGTH_KINDS, Span, walk_info
 
-__all__ = ["FIXED_WIDTH", "LENGTH_KINDS", "Span", "layout"]
+__all__ = ["LENGTH_KINDS", "Span", "layout"]
 
 
 def layout(message_name: str, version: int, data: Buffer) -> list[Span]:
