@@ -224,10 +224,8 @@ def test_the_wire_type_table_drives_the_spec_model() -> None:
 
 
 def test_the_runtime_reads_the_generated_copy_of_the_table() -> None:
-    from kcodec import schema
+    from kcodec import schema, wire_table
     from kcodec._generated import wire_types
-
-    from kcodec import wire_table
 
     namespace: dict[str, object] = {}
     exec(compile(runtime_copy(), "wire_types.py", "exec"), namespace)  # noqa: S102 - our own generated source
