@@ -317,3 +317,30 @@ def test_the_table_mirrors_the_generators() -> None:
         )
         assert r.compact_limit == t.compact_limit and r.length_limit(True) == t.length_limit(True)
 
+
+
+_SAMPLES: dict[str, tuple[Any, ...]] = {
+    "bool": (True, False),
+    "float": (-0.0, 1.5e300),
+    "uuid": (kcodec.Uuid(bytes(range(16))),),
+    "string": ("", "é\U0001f600"),
+    "base64": (b"", b"\x00\xff" * 70),  # 140 bytes: a two-byte compact length
+}
+
+
+@pytest.mark.parametrize("name", list(wire_table.WIRE_TYPES))
+def test_each_types_read_write_skip_and_size_agree(name: str) -> None:
+    t = wire_table.WIRE_TYPES[name]
+    samples = t.bounds if t.bounds is not None else _SAMPLES[t.json]
+    for compact in (False, True) if not t.fixed_width else (False,):
+        for value in (*samples, *(() if t.fixed_width else (None,))):
+            out = bytearray(b"\xee")
+            t.write(out, value, compact)
+            data = bytes(out) + b"\xee"
+            assert t.encoded_size(value, compact) == len(data) - 2
+            assert t.skip(data, 1, compact) == len(data) - 1
+            got, end = t.read(data, 1, compact)
+            assert end == len(data) - 1
+            assert (bytes(got) if isinstance(got, memoryview) else got) == value, (name, compact, value)
+            with pytest.raises(DecodeError):  # cut one byte short
+                t.read(data[: len(data) - 2], 1, compact)
