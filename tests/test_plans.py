@@ -224,14 +224,19 @@ def test_the_wire_type_table_drives_the_spec_model() -> None:
 
 
 def test_the_runtime_reads_the_generated_copy_of_the_table() -> None:
+    from kcodec.protocol import schema, wire_table
     from kcodec._generated import wire_types
-    from kcodec.protocol import schema
 
     namespace: dict[str, object] = {}
     exec(compile(runtime_copy(), "wire_types.py", "exec"), namespace)  # noqa: S102 - our own generated source
-    assert namespace["INT_BOUNDS"] == wire_types.INT_BOUNDS == INT_BOUNDS == schema.INT_BOUNDS
-    assert namespace["JSON_KINDS"] == wire_types.JSON_KINDS == {t.name: t.json for t in WIRE_TYPES.values()}
-    assert wire_types.FIXED_WIDTH["uuid"] == ("16s", 16)
+    assert namespace["ROWS"] == wire_types.ROWS and namespace["COLUMNS"] == wire_types.COLUMNS
+    assert wire_table.INT_BOUNDS == INT_BOUNDS == schema.INT_BOUNDS
+    assert wire_table.JSON_KINDS == {t.name: t.json for t in WIRE_TYPES.values()}
+    for name, t in WIRE_TYPES.items():  # every fact of the generator's entry reaches the runtime's
+        runtime = wire_table.WIRE_TYPES[name]
+        for column in wire_types.COLUMNS:
+            assert getattr(runtime, column) == getattr(t, column), (name, column)
+    assert list(wire_table.WIRE_TYPES) == list(WIRE_TYPES)
 
 
 def test_generated_functions_name_their_struct_versions_and_strategy() -> None:

@@ -214,7 +214,7 @@ def digest(frame: CapturedFrame, facts: Facts | None, pending: bool = False) -> 
         error.append(("error", f"{type(frame.error).__name__}: {frame.error}"))
     notes: list[Part] = []
     if frame.diagnostics:
-        from kcodec.protocol.quirks import short_note  # (a known peer deviation: its short name; -V has it all)
+        from kcodec.protocol.quirks import short_note  # (a peer deviation: its short name; -V has it all)
 
         notes = [
             ("note", f"[{short_note(d)}]")

@@ -32,6 +32,7 @@ from kcodec.codegen.program import (
     WriteValue,
 )
 from kcodec.codegen.strategy import read_strategy, same_width, shape, write_strategy
+from kcodec.codegen.wire_types import INT32_MAX
 
 #: names a generated function already uses (or must not shadow): locals never take them
 RESERVED = frozenset({
@@ -158,8 +159,8 @@ class OpBuilder:
     def _length(self, v: ValuePlan, var: str) -> Length:
         wire = v.wire
         string = wire is not None and wire.length_fmt == "h"
-        # the most a written length may be: strings have 32767 bytes, other non-compact prefixes int32
-        limit = 32767 if string else (None if v.compact else 2147483647)
+        # the most a written length may be (the table's maximum length; compact bytes: the varint's)
+        limit = wire.length_limit(v.compact) if wire is not None else (None if v.compact else INT32_MAX)
         width = 2 if string else 4
         return Length(
             var=self.names.new(var),
@@ -203,7 +204,7 @@ class OpBuilder:
         if v.kind in ("string", "bytes", "records"):
             return ReadValue(
                 v.kind, target, seg, track, nullable=v.nullable, length=self._length(v, f"{seg}_len"),
-                end=self.names.new(f"{seg}_end"), check_string_limit=v.kind == "string" and v.compact,
+                end=self.names.new(f"{seg}_end"), check_string_limit=_checks_limit(v),
             )
         if v.kind == "struct":
             return ReadValue("struct", target, seg, track, nullable=v.nullable, fn=self.fn(v.struct))
@@ -334,7 +335,7 @@ class OpBuilder:
         if v.kind in ("string", "bytes", "records"):
             return SkipValue(v.kind, seg, where, nullable=v.nullable, length=self._length(v, f"{seg}_len"),
                              end=self.names.new(f"{seg}_end"),
-                             check_string_limit=v.kind == "string" and v.compact)
+                             check_string_limit=_checks_limit(v))
         if v.kind == "struct":
             return SkipValue("struct", seg, where, nullable=v.nullable, fn=self.fn(v.struct))
         el = v.element
@@ -470,3 +471,8 @@ def _tuple_source(items: object) -> str:
 
 
 __all__ = ["READ", "WRITE", "FieldPlan", "Locals", "OpBuilder", "json_name", "nondefault"]
+
+
+def _checks_limit(v: ValuePlan) -> bool:
+    """Whether a reader refuses a compact length above the type's maximum (strings: 32767)."""
+    return v.compact and v.wire is not None and v.wire.compact_limit is not None

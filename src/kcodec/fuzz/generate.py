@@ -3,9 +3,11 @@
 A message is drawn from ``kcodec.protocol.strategies.messages`` (hypothesis) with bytes from the session's
 seeded random source (hypothesis's ``fuzz_one_input``), so a seed gives the same messages again.
 ``Generator.edged`` then pushes some fields to the edges hypothesis reaches rarely: integer bounds
-and protocol sentinels (-1/-2 epochs, -1..-5 timestamps), empty and 32767-byte strings, unicode,
-null where nullable, empty and very large arrays, large bytes, unknown tagged fields with large tags,
-and real record batches (every compression codec) in ``records`` fields.
+and protocol sentinels (-1/-2 epochs, -1..-5 timestamps), empty strings and strings of the maximum
+length, unicode, null where nullable, empty and very large arrays, large bytes, unknown tagged fields
+with large tags, and real record batches (every compression codec) in ``records`` fields. What a
+field's type allows (bounds, maximum length, JSON kind) comes from the runtime's wire-type table
+(``kcodec.protocol.wire_table``).
 
 Fields that make a broker wait (``max_wait_ms``, ``*timeout_ms``) are kept short unless edged, so
 that a request that is answered late is the broker's doing.
@@ -16,6 +18,7 @@ from __future__ import annotations
 import copy
 import random
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -24,8 +27,9 @@ from kcodec.protocol import sentinels
 from kcodec.protocol.codec import encode, message_class, message_info
 from kcodec.protocol.errors import KcodecError
 from kcodec.protocol.model import Message
-from kcodec.protocol.schema import INT_BOUNDS, FieldInfo, MessageInfo
-from kcodec.protocol.strategies import MAX_STRING_BYTES, MAX_TAG, messages
+from kcodec.protocol.schema import FieldInfo, MessageInfo
+from kcodec.protocol.strategies import MAX_TAG, messages
+from kcodec.protocol.wire_table import WireType, wire_type
 from kcodec.records import NewRecord, build_batch
 
 __all__ = ["EDGE_INTS", "Generator", "is_wait_field"]
@@ -45,7 +49,6 @@ EDGE_INTS: tuple[int, ...] = tuple(
         }
     )
 )
-_STRINGS: tuple[str, ...] = ("", "\x00", "é" * 40, "\U0001f600" * 20, "a" * MAX_STRING_BYTES, "..", "/")
 _WAIT_MAX_MS = 5
 _BATCH_CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
@@ -53,7 +56,9 @@ _BATCH_CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 def is_wait_field(f: FieldInfo) -> bool:
     """A field that makes a broker hold the request (Fetch max_wait_ms, Produce timeout_ms, ...)."""
     name = f.attr
-    return f.type in ("int32", "int64") and (name.endswith("timeout_ms") or name.endswith("wait_ms"))
+    t = wire_type(f.type)
+    wide = t is not None and t.bounds is not None and t.size >= 4  # int32, int64
+    return wide and (name.endswith("timeout_ms") or name.endswith("wait_ms"))
 
 
 class Generator:
@@ -132,7 +137,7 @@ class Generator:
             elif f.struct_name is not None and value is not None:
                 for item in value if f.is_array else [value]:
                     self._edge_struct(info, f.struct_name, item, version)
-            elif f.type == "records" and value is not None and rng.random() < 0.5:
+            elif _is_records(f) and value is not None and rng.random() < 0.5:
                 setattr(obj, f.attr, self.record_batch())
         if info.is_flexible(version) and rng.random() < self.edge_rate:
             known = {f.tag for f in info.fields_at(struct, version) if f.tag is not None}
@@ -149,17 +154,19 @@ class Generator:
             if not items or rng.random() < 0.4:
                 return []
             return items * rng.choice([50, 300, 1000])  # the same element many times: a large count
-        kind = f.type
-        if kind in INT_BOUNDS:
-            lo, hi = INT_BOUNDS[kind]
+        t = wire_type(f.type)
+        if t is None:
+            return value
+        if t.bounds is not None:
+            lo, hi = t.bounds
             choices = [lo, hi, lo + 1, hi - 1, *(v for v in EDGE_INTS if lo <= v <= hi)]
             return rng.choice(choices)
-        if kind == "string":
-            return rng.choice(_STRINGS)
-        if kind == "bytes":
-            return rng.choice([b"", rng.randbytes(1), bytes(65536)])
-        if kind == "records":
+        if _is_records(f):
             return self.record_batch()
+        if t.json == "string":
+            return rng.choice(_strings(t))
+        if t.json == "base64":
+            return rng.choice([b"", rng.randbytes(1), bytes(min(65536, t.max_length))])
         return value
 
     def record_batch(self) -> bytes:
@@ -175,3 +182,15 @@ class Generator:
             for _ in range(rng.randint(1, 3))
         ]
         return build_batch(records, compression=rng.choice(_BATCH_CODECS))
+
+
+def _is_records(f: FieldInfo) -> bool:
+    """A field of the wire-type table's ``records`` family (record batches)."""
+    t = wire_type(f.type)
+    return t is not None and t.snippet == "records"
+
+
+@cache
+def _strings(t: WireType) -> tuple[str, ...]:
+    """Edge strings, one of the type's maximum length (Kafka's 32767 bytes)."""
+    return ("", "\x00", "é" * 40, "\U0001f600" * 20, "a" * t.max_length, "..", "/")

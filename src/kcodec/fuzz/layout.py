@@ -15,9 +15,9 @@ from __future__ import annotations
 from kcodec.protocol._wire import Buffer
 from kcodec.protocol.codec import message_info
 from kcodec.protocol.errors import DecodeError, UnsupportedVersionError
-from kcodec.protocol.wirewalk import FIXED_WIDTH, LENGTH_KINDS, Span, walk_info
+from kcodec.protocol.wirewalk import LENGTH_KINDS, Span, walk_info
 
-__all__ = ["FIXED_WIDTH", "LENGTH_KINDS", "Span", "layout"]
+__all__ = ["LENGTH_KINDS", "Span", "layout"]
 
 
 def layout(message_name: str, version: int, data: Buffer) -> list[Span]:

@@ -3,13 +3,18 @@
 Each mutation changes one wire item on purpose (a length off by one, negative or huge; an array
 count far beyond the bytes; an overlong or unterminated varint; a flipped null marker; a compact
 length of 0 where null is not allowed; a tagged-field size that lies, duplicated or unordered tags;
-an integer at its bounds; invalid UTF-8), or damages the records inside (bad CRC, another
-compression codec, corrupt compressed bytes behind a correct CRC, a decompression bomb), or is blind
-(truncation, bit flips, inserted bytes). ``Mutation.detail`` says what was changed and where.
+an integer at its bounds; a bool, float or uuid at an edge; invalid UTF-8), or damages the records
+inside (bad CRC, another compression codec, corrupt compressed bytes behind a correct CRC, a
+decompression bomb), or is blind (truncation, bit flips, inserted bytes). ``Mutation.detail`` says
+what was changed and where.
+
+Which spans hold what (an integer and its bounds, a length, UTF-8 text, record batches) comes from
+the runtime's wire-type table (``kcodec.protocol.wire_table``), so every type in it is aimed at.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import struct
 from collections.abc import Callable
@@ -17,7 +22,8 @@ from dataclasses import dataclass
 
 import crc32c
 
-from kcodec.fuzz.layout import LENGTH_KINDS, Span
+from kcodec.fuzz.layout import Span
+from kcodec.protocol.wire_table import WIRE_TYPES, WireType, length_kinds
 from kcodec.records.compression import compress
 from kcodec.records.model import Compression
 
@@ -45,7 +51,7 @@ def uvarint(value: int) -> bytes:
 def _int_bytes(span: Span, value: int) -> bytes:
     """``value`` written as ``span`` is written (varint, or fixed width, wrapped to it)."""
     if span.compact:
-        if span.kind in LENGTH_KINDS:
+        if span.kind in length_kinds():
             value += 1  # compact lengths hold length + 1
         return uvarint(value & 0xFFFFFFFF if value < 0 else value)
     width = span.size
@@ -171,11 +177,22 @@ class Mutator:
     # -- values ------------------------------------------------------------------------------------
 
     def int_edge(self, body: bytes, spans: list[Span], s: Span | None) -> tuple[bytes, str] | None:
+        """An integer at its type's bounds (or -1, -2, 0, one inside a bound) as the table has them."""
         assert s is not None
-        width = s.size
-        lo, hi = -(1 << (8 * width - 1)), (1 << (8 * width - 1)) - 1
-        new = self.rng.choice([lo, hi, -1, -2, 0, hi - 1, lo + 1])
-        return _replace(body, s, _int_bytes(s, new)), f"{_where(s)}: {s.kind} {s.value} -> {new}"
+        t = _span_type(s)
+        assert t is not None and t.bounds is not None
+        lo, hi = t.bounds
+        new = self.rng.choice([v for v in (lo, hi, -1, -2, 0, hi - 1, lo + 1) if lo <= v <= hi])
+        return _replace(body, s, t.pack(new)), f"{_where(s)}: {s.kind} {s.value} -> {new}"
+
+    def value_edge(self, body: bytes, spans: list[Span], s: Span | None) -> tuple[bytes, str] | None:
+        """A fixed-width value that is not an integer at an edge: a bool byte other than 0 and 1, a
+        NaN, infinite, negative zero or extreme float, an all-zero or all-one uuid."""
+        assert s is not None
+        t = _span_type(s)
+        assert t is not None
+        new = self.rng.choice(_value_edges(t))
+        return _replace(body, s, new), f"{_where(s)}: {s.kind} -> {new.hex()}"
 
     def bad_utf8(self, body: bytes, spans: list[Span], s: Span | None) -> tuple[bytes, str] | None:
         assert s is not None
@@ -287,6 +304,43 @@ def _bomb_payload(codec: Compression) -> bytes:
     return payload
 
 
+def _span_type(s: Span) -> WireType | None:
+    """The wire type whose value bytes ``s`` holds (None for lengths, counts, markers and tags)."""
+    return next((t for t in WIRE_TYPES.values() if t.span_kind == s.kind), None)
+
+
+def _value_edges(t: WireType) -> list[bytes]:
+    if t.json == "bool":
+        return [b"\x02", b"\xff"]  # Kafka reads any byte but 0 as true; kcodec writes 1
+    if t.json == "float":
+        return [t.pack(x) for x in (math.nan, math.inf, -math.inf, -0.0, 5e-324, 1.7976931348623157e308)]
+    return [bytes(t.size), b"\xff" * t.size]
+
+
+def _is_int(s: Span) -> bool:
+    t = _span_type(s)
+    return t is not None and t.bounds is not None
+
+
+def _is_other_fixed(s: Span) -> bool:
+    t = _span_type(s)
+    return t is not None and t.fixed_width and t.bounds is None
+
+
+def _is_length(s: Span) -> bool:
+    return s.kind in length_kinds()
+
+
+def _is_family(*json_kinds: str, snippet: str = "") -> Callable[[Span], bool]:
+    """Spans of value bytes of a type of one of ``json_kinds`` (or of the ``snippet`` family)."""
+
+    def wants(s: Span) -> bool:
+        t = _span_type(s)
+        return t is not None and not t.fixed_width and (t.json in json_kinds or t.snippet == snippet)
+
+    return wants
+
+
 def _where(s: Span) -> str:
     return f"{s.path or '(message)'} at byte {s.offset}"
 
@@ -300,18 +354,19 @@ _Fn = Callable[[Mutator, bytes, list[Span], Span | None], tuple[bytes, str] | No
 
 #: (name, function, which spans it aims at (None: any or none)); chosen uniformly
 BODY_MUTATIONS: list[tuple[str, _Fn, Callable[[Span], bool] | None]] = [
-    ("length_off_by_one", Mutator.length_off_by_one, _is(*LENGTH_KINDS)),
-    ("length_negative", Mutator.length_negative, _is(*LENGTH_KINDS)),
-    ("length_huge", Mutator.length_huge, _is(*LENGTH_KINDS)),
+    ("length_off_by_one", Mutator.length_off_by_one, _is_length),
+    ("length_negative", Mutator.length_negative, _is_length),
+    ("length_huge", Mutator.length_huge, _is_length),
     ("count_huge", Mutator.length_huge, _is("array_count")),
     ("varint_overlong", Mutator.varint_overlong, lambda s: s.compact),
-    ("null_flip", Mutator.null_flip, _is("struct_marker", *LENGTH_KINDS)),
+    ("null_flip", Mutator.null_flip, lambda s: s.kind == "struct_marker" or _is_length(s)),
     ("tag_size_lie", Mutator.tag_size_lie, _is("tag_size")),
     ("tag_count_lie", Mutator.tag_count_lie, _is("tag_count")),
     ("tags_duplicated", Mutator.tags_duplicated, _is("tag_count")),
-    ("int_edge", Mutator.int_edge, _is("int8", "int16", "int32", "int64", "uint16")),
-    ("bad_utf8", Mutator.bad_utf8, _is("string_data")),
-    ("records_damage", Mutator.records_damage, _is("records_data")),
+    ("int_edge", Mutator.int_edge, _is_int),
+    ("value_edge", Mutator.value_edge, _is_other_fixed),
+    ("bad_utf8", Mutator.bad_utf8, _is_family("string")),
+    ("records_damage", Mutator.records_damage, _is_family(snippet="records")),
     ("truncate", Mutator.truncate, None),
     ("bit_flips", Mutator.bit_flips, None),
     ("insert_bytes", Mutator.insert_bytes, None),

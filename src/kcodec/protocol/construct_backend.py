@@ -48,8 +48,9 @@ from construct import (
 
 from kcodec.protocol._wire import tag_order, tag_size
 from kcodec.protocol.errors import UnknownMessageError, UnsupportedVersionError, WrongTypeError
-from kcodec.protocol.model import Struct, Uuid
+from kcodec.protocol.model import Struct
 from kcodec.protocol.schema import FieldInfo, MessageInfo
+from kcodec.protocol.wire_table import WIRE_TYPES, WireType, wire_type
 
 __all__ = [
     "COMPACT",
@@ -130,9 +131,37 @@ class Nullable(Subconstruct):  # type: ignore[misc]
         raise SizeofError("a nullable value has no fixed size", path=path)
 
 
+class _Limited(Subconstruct):  # type: ignore[misc]
+    """A string whose UTF-8 bytes may not exceed the wire-type table's maximum length (Kafka's
+    32767): a longer one is refused on building, and a longer compact length on parsing, as the
+    generated codecs refuse them."""
+
+    def __init__(self, prefix: Construct, limit: int) -> None:
+        super().__init__(PascalString(prefix, "utf8"))
+        self.prefix = prefix
+        self.limit = limit
+
+    def _parse(self, stream: Any, context: Any, path: str) -> Any:
+        start = stream_tell(stream, path)
+        n = self.prefix._parsereport(stream, context, path)
+        if n > self.limit:
+            raise ValidationError(f"invalid length {n}", path=path)
+        stream_seek(stream, start, 0, path)
+        return self.subcon._parsereport(stream, context, path)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        n = len(obj.encode("utf-8")) if isinstance(obj, str) else 0
+        if n > self.limit:
+            reason = f"{n} bytes exceed the {self.limit}-byte limit of this length prefix"
+            raise ValidationError(reason, path=path)
+        return self.subcon._build(obj, stream, context, path)
+
+
 def KafkaString(prefix: Construct, nullable: bool = False) -> Construct:
-    """A UTF-8 string after an int16 or compact length; ``None`` for length -1 if ``nullable``."""
-    body = PascalString(prefix, "utf8")
+    """A UTF-8 string after an int16 or compact length; ``None`` for length -1 if ``nullable``.
+    Longer than the wire-type table's maximum length: refused, as by the generated codecs."""
+    limit = WIRE_TYPES["string"].max_length
+    body = _Limited(prefix, limit)
     return Nullable(prefix, body) if nullable else body
 
 
@@ -371,17 +400,12 @@ def _value_to(info: MessageInfo, f: FieldInfo, value: Any, version: int, flexibl
     if value is None:
         return None
     struct = f.struct_name
-    if f.is_array:
-        if struct is not None:
-            return ListContainer(_to_container(info, struct, x, version, flexible) for x in value)
-        if f.element_type == "uuid":
-            return ListContainer(bytes(x) for x in value)
-        return ListContainer(value)
     if struct is not None:
+        if f.is_array:
+            return ListContainer(_to_container(info, struct, x, version, flexible) for x in value)
         return _to_container(info, struct, value, version, flexible)
-    if f.type in ("uuid", "bytes", "records"):
-        return bytes(value)
-    return value
+    convert = _wire(f).to_container
+    return ListContainer(convert(x) for x in value) if f.is_array else convert(value)
 
 
 def from_container(message_name: str, version: int, container: Any) -> Any:
@@ -408,16 +432,17 @@ def _value_from(info: MessageInfo, f: FieldInfo, value: Any, version: int) -> An
     if value is None:
         return None
     struct = f.struct_name
-    if f.is_array:
-        if struct is not None:
-            return [_from_container(info, struct, x, version) for x in value]
-        if f.element_type == "uuid":
-            return [Uuid(x) for x in value]
-        return list(value)
     if struct is not None:
+        if f.is_array:
+            return [_from_container(info, struct, x, version) for x in value]
         return _from_container(info, struct, value, version)
-    if f.type == "uuid":
-        return Uuid(value)
-    if f.type in ("bytes", "records"):
-        return bytes(value)
-    return value
+    convert = _wire(f).from_container
+    return [convert(x) for x in value] if f.is_array else convert(value)
+
+
+def _wire(f: FieldInfo) -> WireType:
+    """The entry of the runtime's wire-type table for a primitive field (or array of them)."""
+    t = wire_type(f.element_type)
+    if t is None:
+        raise WrongTypeError(f"no construct conversion for field type {f.element_type!r}")
+    return t

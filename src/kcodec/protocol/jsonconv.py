@@ -23,7 +23,8 @@ from typing import Any, Literal
 from kcodec.protocol.codec import GENERATED, message_class, message_info, module
 from kcodec.protocol.errors import InvalidArgumentError, JsonError
 from kcodec.protocol.model import Message, Uuid
-from kcodec.protocol.schema import INT_BOUNDS, JSON_KINDS, STRUCT_DEFAULT, FieldInfo, MessageInfo
+from kcodec.protocol.schema import STRUCT_DEFAULT, FieldInfo, MessageInfo
+from kcodec.protocol.wire_table import WireType, wire_type
 
 RecordsMode = Literal["raw", "base64", "text"]
 RECORDS_MODES: tuple[RecordsMode, ...] = ("raw", "base64", "text")
@@ -163,40 +164,67 @@ def _value_from_json(
         return [_value_from_json(info, f, t, False, v, version, f"{path}[{i}]") for i, v in enumerate(value)]
     if t[:1].isupper():
         return _struct_from_json(info, t, value, version, path)
-    kind = JSON_KINDS.get(t)  # the wire-type table's representation of the type
-    if kind == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise JsonError(f"expected an integer for {t}, not {value!r}", path)
-        lo, hi = INT_BOUNDS[t]
-        if t == "int8" and 128 <= value <= 255:
-            value -= 256  # Kafka's MessageUtil.jsonNodeToByte accepts unsigned bytes too
-        if not lo <= value <= hi:
-            raise JsonError(f"{value} is out of range for {t}", path)
-        return value
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise JsonError(f"expected true or false, not {value!r}", path)
-        return value
-    if kind == "float":
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise JsonError(f"expected a finite number, not {value!r}", path)
-        return float(value)
-    if kind == "string":
-        if not isinstance(value, str):
-            raise JsonError(f"expected a string, not {value!r}", path)
-        return value
-    if kind == "uuid":
-        if not isinstance(value, str):
-            raise JsonError(f"expected a base64 UUID string, not {value!r}", path)
-        try:
-            return Uuid(value)
-        except (ValueError, binascii.Error) as e:
-            raise JsonError(f"invalid UUID {value!r}: {e}", path) from None
-    if kind == "base64":
-        if not isinstance(value, str):
-            raise JsonError(f"expected a base64 string, not {value!r}", path)
-        try:
-            return base64.b64decode(value, validate=True)
-        except (ValueError, binascii.Error) as e:
-            raise JsonError(f"invalid base64: {e}", path) from None
-    raise JsonError(f"unknown type {t}", path)
+    wire = wire_type(t)  # the runtime's table of primitive types
+    if wire is None:
+        raise JsonError(f"unknown type {t}", path)
+    return _READERS[wire.json](wire, value, path)
+
+
+def _int_from_json(t: WireType, value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise JsonError(f"expected an integer for {t.name}, not {value!r}", path)
+    assert t.bounds is not None
+    lo, hi = t.bounds
+    number: int = value
+    if t.size == 1 and lo < 0 and hi < number < 256:
+        number -= 256  # Kafka's MessageUtil.jsonNodeToByte accepts unsigned bytes too
+    if not lo <= number <= hi:
+        raise JsonError(f"{number} is out of range for {t.name}", path)
+    return number
+
+
+def _bool_from_json(t: WireType, value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise JsonError(f"expected true or false, not {value!r}", path)
+    return value
+
+
+def _float_from_json(t: WireType, value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise JsonError(f"expected a finite number, not {value!r}", path)
+    return float(value)
+
+
+def _string_from_json(t: WireType, value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise JsonError(f"expected a string, not {value!r}", path)
+    return value
+
+
+def _uuid_from_json(t: WireType, value: Any, path: str) -> Uuid:
+    if not isinstance(value, str):
+        raise JsonError(f"expected a base64 UUID string, not {value!r}", path)
+    try:
+        return Uuid(value)
+    except (ValueError, binascii.Error) as e:
+        raise JsonError(f"invalid UUID {value!r}: {e}", path) from None
+
+
+def _base64_from_json(t: WireType, value: Any, path: str) -> bytes:
+    if not isinstance(value, str):
+        raise JsonError(f"expected a base64 string, not {value!r}", path)
+    try:
+        return base64.b64decode(value, validate=True)
+    except (ValueError, binascii.Error) as e:
+        raise JsonError(f"invalid base64: {e}", path) from None
+
+
+#: how a value of each JSON kind of the wire-type table is read back (as Kafka's JsonConverter reads it)
+_READERS: dict[str, Callable[[WireType, Any, str], Any]] = {
+    "int": _int_from_json,
+    "bool": _bool_from_json,
+    "float": _float_from_json,
+    "string": _string_from_json,
+    "uuid": _uuid_from_json,
+    "base64": _base64_from_json,
+}

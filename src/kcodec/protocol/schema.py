@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcodec._generated.wire_types import INT_BOUNDS, JSON_KINDS
+from kcodec.protocol.wire_table import INT_BOUNDS, JSON_KINDS
 
 MAX_VERSION = 0x7FFF
 # INT_BOUNDS (inclusive bounds of Kafka's integer types) and JSON_KINDS (how each primitive looks in
-# JSON) come from the generator's one table of wire types (kcodec.codegen.wire_types), of which the
-# generated package holds the runtime's copy.
+# JSON) are views of the runtime's table of primitive types (kcodec.protocol.wire_table), built from the
+# generator's one table of wire types (kcodec.codegen.wire_types).
 __all__ = [
     "INT_BOUNDS",
     "JSON_KINDS",

@@ -6,9 +6,11 @@ The strategies are driven by each message's runtime description (``kcodec.protoc
   their class defaults, so the message can always be encoded at that version;
 - ``None`` is drawn only for fields nullable at the version;
 - tagged fields are sometimes left at their default (and so not written) and sometimes set;
-- strings are unicode including astral characters (never lone surrogates), at most 32767 UTF-8 bytes
-  (Kafka's limit for every string); integers cover each type's full range; floats are finite
-  (including ``-0.0``); uuids are ``kcodec.protocol.model.Uuid``; ``records`` are arbitrary bytes;
+- each primitive's values come from its entry in the runtime's wire-type table
+  (``kcodec.protocol.wire_table``), by its JSON kind: strings are unicode including astral characters (never
+  lone surrogates), at most the table's maximum length in UTF-8 bytes (Kafka's 32767 for every
+  string); integers cover the type's bounds; floats are finite (including ``-0.0``); uuids are
+  ``kcodec.protocol.model.Uuid``; bytes and ``records`` are arbitrary bytes;
 - flexible structs sometimes carry ``unknown_tagged_fields`` whose tags no tagged field of the struct
   uses at any version, in ascending tag order (the order the wire format requires). Kafka's generated
   readers refuse a tag that the struct defines for other versions ("Tag 1 is not valid for version
@@ -35,7 +37,8 @@ from hypothesis import strategies as st
 from kcodec.protocol.codec import message_info, message_names
 from kcodec.protocol.errors import InvalidArgumentError
 from kcodec.protocol.model import Message, Uuid
-from kcodec.protocol.schema import INT_BOUNDS, JSON_KINDS, FieldInfo, MessageInfo
+from kcodec.protocol.schema import INT_BOUNDS, FieldInfo, MessageInfo
+from kcodec.protocol.wire_table import WIRE_TYPES, WireType, wire_type
 
 __all__ = [
     "DEFAULT_MAX_ARRAY_SIZE",
@@ -55,7 +58,7 @@ DEFAULT_MAX_STRING_SIZE = 8  # characters
 DEFAULT_MAX_BYTES_SIZE = 16
 DEFAULT_MAX_UNKNOWN_TAGGED_FIELDS = 2
 
-MAX_STRING_BYTES = 0x7FFF  # Kafka refuses to serialize longer strings (int16 length prefix)
+MAX_STRING_BYTES = WIRE_TYPES["string"].max_length  # Kafka refuses to serialize longer strings
 MAX_TAG = 2**31 - 1  # Kafka reads tags into a Java int
 
 def versions(message_name: str) -> list[int]:
@@ -126,28 +129,30 @@ class _Limits:
             raise InvalidArgumentError("size limits must not be negative")
 
 
-def _fit_utf8(s: str) -> str:
-    """Cut ``s`` to at most 32767 UTF-8 bytes, on a character boundary."""
+def _fit_utf8(s: str, limit: int) -> str:
+    """Cut ``s`` to at most ``limit`` UTF-8 bytes, on a character boundary."""
     b = s.encode("utf-8")
-    if len(b) <= MAX_STRING_BYTES:
+    if len(b) <= limit:
         return s
-    return b[:MAX_STRING_BYTES].decode("utf-8", errors="ignore")
+    return b[:limit].decode("utf-8", errors="ignore")
 
 
 @cache
-def _text(max_size: int) -> st.SearchStrategy[str]:
+def _text(t: WireType, max_size: int) -> st.SearchStrategy[str]:
     # codec="utf-8" excludes lone surrogates; the second branch makes astral characters common.
     alphabet = st.one_of(
         st.characters(codec="utf-8"),
         st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF, codec="utf-8"),
     )
     text = st.text(alphabet, max_size=max_size)
-    return text.map(_fit_utf8) if max_size * 4 > MAX_STRING_BYTES else text
+    limit = t.max_length
+    return text.map(lambda s: _fit_utf8(s, limit)) if max_size * 4 > limit else text
 
 
 @cache
-def _integers(kind: str) -> st.SearchStrategy[int]:
-    lo, hi = INT_BOUNDS[kind]
+def _integers(t: WireType) -> st.SearchStrategy[int]:
+    assert t.bounds is not None
+    lo, hi = t.bounds
     edges = sorted({v for v in (lo, hi, 0, -1, 1, lo + 1, hi - 1) if lo <= v <= hi})
     return st.one_of(st.sampled_from(edges), st.integers(lo, hi))
 
@@ -159,22 +164,22 @@ _FLOATS: st.SearchStrategy[float] = st.one_of(
     st.sampled_from([0.0, -0.0]), st.floats(allow_nan=False, allow_infinity=False)
 )
 
+#: the strategy of each JSON kind of the wire-type table, from the type's entry and the size limits
+_BY_KIND: dict[str, Callable[[WireType, _Limits], st.SearchStrategy[Any]]] = {
+    "int": lambda t, limits: _integers(t),
+    "bool": lambda t, limits: st.booleans(),
+    "float": lambda t, limits: _FLOATS,
+    "string": lambda t, limits: _text(t, limits.strings),
+    "uuid": lambda t, limits: _UUIDS,
+    "base64": lambda t, limits: st.binary(max_size=min(limits.blobs, t.max_length)),
+}
+
 
 def _primitive(type_name: str, limits: _Limits) -> st.SearchStrategy[Any]:
-    kind = JSON_KINDS.get(type_name)  # the wire-type table's representation of the type
-    if kind == "int":
-        return _integers(type_name)
-    if kind == "bool":
-        return st.booleans()
-    if kind == "float":
-        return _FLOATS
-    if kind == "string":
-        return _text(limits.strings)
-    if kind == "uuid":
-        return _UUIDS
-    if kind == "base64":
-        return st.binary(max_size=limits.blobs)
-    raise InvalidArgumentError(f"no strategy for field type {type_name!r}")
+    t = wire_type(type_name)
+    if t is None:
+        raise InvalidArgumentError(f"no strategy for field type {type_name!r}")
+    return _BY_KIND[t.json](t, limits)
 
 
 def _field_strategy(

@@ -17,42 +17,32 @@ what precedes the bad spot. Lengths and counts are checked against the bytes tha
 anything is read for them. A known tagged field's events are yielded only once its whole value has
 been read and checked against its declared size: tagged values are all or nothing.
 
+What a primitive is on the wire (its width or length prefix, its limit, how its bytes become a
+value, its span kinds) comes from the runtime's table of primitive types (``kcodec.protocol.wire_table``).
+
 Two consumers build on it: ``kcodec.fuzz.layout`` (the spans: where every length, count and tag is)
 and ``kcodec.protocol.partial`` (the values: what a body that does not decode holds up to the bad spot).
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from kcodec.protocol._wire import Buffer, read_uvarint
 from kcodec.protocol.errors import DecodeError
-from kcodec.protocol.model import Uuid
 from kcodec.protocol.schema import FieldInfo, MessageInfo
+from kcodec.protocol.wire_table import WIRE_TYPES, WireType, length_kinds, wire_type
 
-__all__ = ["FIXED_WIDTH", "LENGTH_KINDS", "TAGGED", "Enter", "Event", "Leave", "Span", "Value", "walk_info"]
+__all__ = ["LENGTH_KINDS", "TAGGED", "Enter", "Event", "Leave", "Span", "Value", "walk_info"]
 
-#: fixed-width field types: (struct format, width)
-FIXED_WIDTH: dict[str, tuple[str, int]] = {
-    "int8": (">b", 1),
-    "bool": (">?", 1),
-    "int16": (">h", 2),
-    "uint16": (">H", 2),
-    "int32": (">i", 4),
-    "uint32": (">I", 4),
-    "int64": (">q", 8),
-    "float64": (">d", 8),
-    "uuid": ("16s", 16),
-}
-#: span kinds that hold a length or count
-LENGTH_KINDS = frozenset({"string_length", "bytes_length", "records_length", "array_count"})
+#: span kinds that hold a length or count (``array_count`` and each variable-length type's)
+LENGTH_KINDS = length_kinds()
 #: the path segment of a struct's tagged-field section (as the codec's errors name it)
 TAGGED = "_tagged_fields"
-_MAX_STRING = 32767
-_UNPACK = {kind: struct.Struct(fmt).unpack_from for kind, (fmt, _w) in FIXED_WIDTH.items()}
+_INT8 = WIRE_TYPES["int8"]  # the marker before a nullable struct
+_INT32 = WIRE_TYPES["int32"]  # a non-compact array count
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,11 +51,11 @@ class Span:
 
     ``kind``: a field type for fixed-width values (``int32``, ``bool``, ``uuid`` ...), a length or
     count (``LENGTH_KINDS``), ``struct_marker`` (the int8 before a nullable struct), value bytes
-    (``string_data``, ``bytes_data``, ``records_data``) or a tagged-field section item (``tag_count``,
-    ``tag`` (``known_tag`` for a tag the struct defines), ``tag_size``, ``tag_data`` for an unknown
-    tag's bytes). ``value``: the integer it holds (-1 for null lengths, counts and markers), ``None``
-    for data, uuids and floats. ``compact``: written as an unsigned varint (compact lengths hold
-    length + 1; tag items hold themselves). ``path``: the field, e.g.
+    (``string_data``, ``bytes_data``, ``records_data``: ``WireType.span_kind``) or a tagged-field
+    section item (``tag_count``, ``tag`` (``known_tag`` for a tag the struct defines), ``tag_size``,
+    ``tag_data`` for an unknown tag's bytes). ``value``: the integer it holds (-1 for null lengths,
+    counts and markers), ``None`` for data, uuids and floats. ``compact``: written as an unsigned
+    varint (compact lengths hold length + 1; tag items hold themselves). ``path``: the field, e.g.
     ``topics[0].partitions[2].partition_index`` (tag items: the struct's path + ``._tagged_fields``).
     """
 
@@ -131,15 +121,12 @@ class _Walker:
     def _short(self, n: int, path: str) -> DecodeError:
         return DecodeError(f"needs {n} bytes but only {max(self.end - self.pos, 0)} remain", self.pos, path)
 
-    def _fixed(self, kind: str, path: str) -> tuple[Span, Any]:
-        width = FIXED_WIDTH[kind][1]
+    def _fixed(self, t: WireType, path: str) -> tuple[Span, Any]:
+        width = t.size
         if self.pos + width > self.end:
             raise self._short(width, path)
-        (value,) = _UNPACK[kind](self.buf, self.pos)
-        if kind == "uuid":
-            value = Uuid(value)
-        held = int(value) if kind not in ("uuid", "float64") else None
-        span = Span(self.pos, width, kind, path, held)
+        value = t.unpack(self.buf, self.pos)
+        span = Span(self.pos, width, t.span_kind, path, int(value) if t.holds_int else None)
         self.pos += width
         return span, value
 
@@ -156,13 +143,15 @@ class _Walker:
         self.pos = pos
         return Span(start, pos - start, kind, path, raw - 1 if compact_length else raw, True)
 
-    def _length(self, kind: str, path: str, width: int, compact: bool) -> Span:
-        """A length or count: compact (flexible versions) or int16/int32."""
+    def _length(self, kind: str, path: str, compact: bool, t: WireType | None = None) -> Span:
+        """A length (of a value of type ``t``) or an array count (``t`` None): compact (flexible
+        versions, an unsigned varint) or the type's int16/int32 prefix (an int32 for counts)."""
         if compact:
             return self._uvarint(kind, path, True, True)
+        width = _INT32.size if t is None else t.length_size
         if self.pos + width > self.end:
             raise DecodeError("unexpected end of buffer", self.pos, path)
-        (n,) = struct.unpack_from(">h" if width == 2 else ">i", self.buf, self.pos)
+        n = _INT32.unpack(self.buf, self.pos) if t is None else t.read_length(self.buf, self.pos, False)[0]
         span = Span(self.pos, width, kind, path, n)
         self.pos += width
         return span
@@ -195,7 +184,7 @@ class _Walker:
             if f.is_nullable(v):
                 if self.pos >= self.end:  # the decoders read the marker by index
                     raise DecodeError("unexpected end of buffer", self.pos, path)
-                span, marker = self._fixed("int8", path)
+                span, marker = self._fixed(_INT8, path)
                 yield Span(span.offset, 1, "struct_marker", path, marker)
                 if marker < 0:
                     yield Value(f, None, path)
@@ -205,7 +194,7 @@ class _Walker:
             yield from self.element(f, path, f.is_nullable(v))
 
     def array(self, f: FieldInfo, path: str) -> Iterator[Event]:
-        count = self._length("array_count", path, 4, self._compact(f))
+        count = self._length("array_count", path, self._compact(f))
         yield count
         n = count.value
         assert n is not None
@@ -214,9 +203,9 @@ class _Walker:
             yield Value(f, None, path)
             return
         yield Enter(f, None, path, self.pos, n)
-        fixed = FIXED_WIDTH.get(f.element_type)
-        if fixed is not None:  # checked before anything is read, as the codec does
-            width = fixed[1]
+        t = wire_type(f.element_type)
+        if t is not None and t.fixed_width:  # checked before anything is read, as the codec does
+            width = t.size
             fits = (self.end - self.pos) // width
             if n > fits:
                 for i in range(fits):
@@ -237,21 +226,20 @@ class _Walker:
     def element(self, f: FieldInfo, path: str, nullable: bool) -> Iterator[Event]:
         """A primitive value (``nullable``: whether a null string or bytes is allowed here; array
         elements never are)."""
-        kind = f.element_type
-        if kind in FIXED_WIDTH:
-            span, value = self._fixed(kind, path)
+        t = wire_type(f.element_type)
+        if t is None:
+            raise DecodeError(f"no reader for field type {f.element_type!r}", self.pos, path)
+        if t.fixed_width:
+            span, value = self._fixed(t, path)
             yield span
             yield Value(f, value, path)
-        elif kind == "string":
-            yield from self.string(f, path, nullable)
-        elif kind in ("bytes", "records"):
-            yield from self.blob(f, kind, path, nullable)
         else:
-            raise DecodeError(f"no reader for field type {kind!r}", self.pos, path)
+            yield from self.variable(f, t, path, nullable)
 
-    def string(self, f: FieldInfo, path: str, nullable: bool) -> Iterator[Event]:
+    def variable(self, f: FieldInfo, t: WireType, path: str, nullable: bool) -> Iterator[Event]:
+        """A length-prefixed value (string, bytes, records): its length, then its bytes."""
         compact = self._compact(f)
-        length = self._length("string_length", path, 2, compact)
+        length = self._length(t.length_kind, path, compact, t)
         yield length
         n = length.value
         assert n is not None
@@ -259,29 +247,15 @@ class _Walker:
             self._null(n, nullable, path)
             yield Value(f, None, path)
             return
-        if compact and n > _MAX_STRING:
+        if compact and t.compact_limit is not None and n > t.compact_limit:
             raise DecodeError(f"invalid length {n}", self.pos, path)
         start = self.pos
-        yield from self._data("string_data", n, path)
+        yield from self._data(t.span_kind, n, path)
         try:
-            text = str(self.buf[start : start + n], "utf-8")
-        except UnicodeDecodeError as e:
-            raise DecodeError(f"invalid UTF-8 in string: {e.reason}", start + e.start, path) from None
-        yield Value(f, text, path)
-
-    def blob(self, f: FieldInfo, kind: str, path: str, nullable: bool) -> Iterator[Event]:
-        length = self._length(f"{kind}_length", path, 4, self._compact(f))
-        yield length
-        n = length.value
-        assert n is not None
-        if n < 0:
-            self._null(n, nullable, path)
-            yield Value(f, None, path)
-            return
-        start = self.pos
-        yield from self._data(f"{kind}_data", n, path)
-        data = self.buf[start : start + n]
-        yield Value(f, memoryview(data) if kind == "records" else bytes(data), path)
+            value = t.value_of(self.buf[start : start + n], start)
+        except DecodeError as e:
+            raise DecodeError(e.reason, e.offset, path) from None
+        yield Value(f, value, path)
 
     # -- structs -----------------------------------------------------------------------------------
 
