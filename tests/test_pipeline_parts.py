@@ -586,28 +586,3 @@ def test_files_are_grouped_into_captures_and_ordered_by_their_first_packet() -> 
     assert {f.capture for f in order_files(found, "one", times.get)} == {0}
     option = next(p for p in pipeline_command.params if p.name == "captures_by")
     assert tuple(option.type.choices) == CAPTURES_BY  # type: ignore[attr-defined]
-
-
-def test_a_task_runs_without_cyclic_collections_and_restores_the_collector() -> None:
-    import gc
-
-    from kcodec.pipeline.memory import fewer_collections
-
-    assert gc.isenabled()
-    with fewer_collections():
-        assert not gc.isenabled()
-        before = gc.get_count()[0]
-        cycles = []
-        for _ in range(5000):  # beyond the default threshold (700) of new objects
-            a: list[Any] = []
-            a.append(a)
-            cycles.append(a)
-        assert gc.get_count()[0] > before + 4000  # (a collection would have reset the count)
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        with fewer_collections():
-            pass
-        assert not gc.isenabled()  # a collector that was off stays off
-    finally:
-        gc.enable()
