@@ -21,6 +21,7 @@ from kcodec.errors import DecodeError
 
 __all__ = [
     "read_blob",
+    "read_count",
     "read_nullable_blob",
     "read_nullable_string",
     "read_string",
@@ -28,6 +29,7 @@ __all__ = [
     "skip_blob",
     "skip_tags",
     "write_blob",
+    "write_length",
     "write_string",
 ]
 
@@ -99,14 +101,22 @@ def _length(buf: Buffer, pos: int, width: int) -> tuple[int, int]:
     return n - 1, pos
 
 
-def _span(buf: Buffer, pos: int, blen: int, width: int, nullable: bool, string: bool) -> tuple[int, int]:
-    """The value bytes after a length prefix at ``pos``: (their start, their length; -1 for null)."""
+def read_count(buf: Buffer, pos: int, blen: int, width: int, nullable: bool) -> tuple[int, int]:
+    """An array's count (``width``: 0 compact, 4 int32); returns (it, or -1 for null; next pos)."""
     n, pos = _length(buf, pos, width)
     if n < 0:
         if not nullable:
             raise null_error(pos, n)
         if width and n < -1:
             raise bad_length(pos, n)
+        return -1, pos
+    return n, pos
+
+
+def _span(buf: Buffer, pos: int, blen: int, width: int, nullable: bool, string: bool) -> tuple[int, int]:
+    """The value bytes after a length prefix at ``pos``: (their start, their length; -1 for null)."""
+    n, pos = read_count(buf, pos, blen, width, nullable)
+    if n < 0:
         return pos, -1
     if string and not width and n > _MAX_STRING:
         raise bad_length(pos, n)
@@ -153,7 +163,9 @@ def skip_blob(buf: Buffer, pos: int, blen: int, width: int, nullable: bool, stri
     return pos if n < 0 else pos + n
 
 
-def _write_length(out: bytearray, n: int, width: int, limit: int | None) -> None:
+def write_length(out: bytearray, n: int, width: int, limit: int | None) -> None:
+    """A length or count prefix of ``n`` (``width``: 0 compact, 2 int16, 4 int32); above ``limit``
+    (if any) refused."""
     if limit is not None and n > limit:
         raise too_long(n, limit)
     if width:
@@ -176,7 +188,7 @@ def write_string(out: bytearray, value: str | None, width: int, nullable: bool, 
         _write_null(out, width, nullable)
         return
     data = value.encode()
-    _write_length(out, len(data), width, limit)
+    write_length(out, len(data), width, limit)
     out += data
 
 
@@ -186,7 +198,7 @@ def write_blob(out: bytearray, value: Buffer | None, width: int, nullable: bool,
     if value is None:
         _write_null(out, width, nullable)
         return
-    _write_length(out, len(value), width, limit)
+    write_length(out, len(value), width, limit)
     if type(out) is ChunkedOut and len(value) >= CHUNK_BYTES:
         blob(out, value)
     else:

@@ -31,6 +31,9 @@ class Target:
 
     compiled: bool = False
     bytes_buffer: bool = False
+    #: strings and bytes read, skipped and written by calls to ``kcodec._gen_runtime`` instead of
+    #: inline code: the messages outside the hot set in the pure build (a call per value, not a dozen lines)
+    helpers: bool = False
 
     @property
     def offset_type(self) -> str:
