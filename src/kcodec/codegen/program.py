@@ -359,6 +359,12 @@ class ClassPlan:
     fields: tuple[ClassField, ...]
     infos: tuple[tuple[str, tuple[str, ...]], ...]  # spec set -> FieldInfo sources
 
+    @property
+    def shared_infos(self) -> tuple[str, ...] | None:
+        """The FieldInfo sources when every spec set describes the struct alike (printed once)."""
+        first = self.infos[0][1] if self.infos else None
+        return first if len(self.infos) > 1 and all(i == first for _s, i in self.infos) else None
+
 
 @dataclass(frozen=True, slots=True)
 class ConstructStruct:
