@@ -117,8 +117,12 @@ class OpBuilder:
         bytes_buffer: bool = False,
         locals_first: bool = False,
         native_elements: bool = False,
+        calls_only: bool = False,
     ) -> None:
         self.pool = pool
+        #: arrays of structs read by a call of the element's decoder per element, never in place
+        #: (``Target.helpers``: small code for the messages outside the hot set)
+        self.calls_only = calls_only
         self.fn_ids = fn_ids
         self.message = message
         self.bytes_buffer = bytes_buffer  # compiled and bytes-only: fixed-width values by arithmetic
@@ -230,7 +234,7 @@ class OpBuilder:
         if lazy:
             return replace(base, strategy="lazy", start=self.names.new(f"{seg}_start"),
                             skip=self.skip_structs(sp, count), message=self.message)
-        strategy = read_strategy(sp, self.locals_first and self.bytes_buffer)
+        strategy = "call" if self.calls_only else read_strategy(sp, self.locals_first and self.bytes_buffer)
         if strategy == "call":
             return base
         start = self.names.new(f"{seg}_start")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from kcodec.codegen.compile import HEADERS, HOT_APIS
 from kcodec.codegen.constants import ConstantPool
 from kcodec.codegen.layout import FieldPlan, StructPlan, ValuePlan, default_source, layout_message
 from kcodec.codegen.merge import MergedMessage, MergedStruct
@@ -26,6 +27,12 @@ from kcodec.codegen.spec.structs import StructSpec
 from kcodec.codegen.spec.versions import Versions, version_ranges
 from kcodec.codegen.strategy import has_records, read_strategy, reads_records, write_strategy, writes_blobs
 from kcodec.codegen.wire_types import WIRE_TYPES
+
+#: the messages whose pure-build codecs print every value's read and write inline (the hot APIs and the
+#: headers); the others call runtime helpers for strings and bytes
+HOT_MESSAGES = frozenset(
+    {*HEADERS, *(f"{api}{kind}" for api in HOT_APIS for kind in ("Request", "Response"))}
+)
 
 
 def module_name(message: str) -> str:
@@ -88,7 +95,8 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
                 served[sp].append(v)
     roots = set(layouts.values())
     records = any(has_records(root) for root in roots)
-    target = Target(compiled=compiled, bytes_buffer=compiled and not records)
+    hot = merged.name in HOT_MESSAGES
+    target = Target(compiled=compiled, bytes_buffer=compiled and not records, helpers=not (compiled or hot))
     pool = ConstantPool()
     functions = tuple(
         _plan_function(sp, ids, version_ranges(served[sp]), sp in roots, pool, merged.name, target)
@@ -140,7 +148,7 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
 def _strategy_note(sp: StructPlan, is_root: bool, target: Target) -> str:
     if is_root:
         return "message body"
-    read = read_strategy(sp, target.builds_from_locals and target.bytes_buffer)
+    read = "call" if target.helpers else read_strategy(sp, target.builds_from_locals and target.bytes_buffer)
     return f"in arrays: read {read}, written {write_strategy(sp)}"
 
 
@@ -153,16 +161,18 @@ def _plan_function(
     message: str,
     target: Target,
 ) -> FunctionPlan:
-    decode = OpBuilder(pool, ids, message, target.bytes_buffer, target.builds_from_locals)
+    calls = target.helpers
+    decode = OpBuilder(pool, ids, message, target.bytes_buffer, target.builds_from_locals, calls_only=calls)
     read = decode.read_steps(sp, "obj")
     read_tagged = decode.read_tagged(sp, "obj") if sp.flexible else None
     read_build = decode.build(sp, "obj", read_tagged)
-    lazy = OpBuilder(pool, ids, message, target.bytes_buffer, target.builds_from_locals)
+    lazy = OpBuilder(pool, ids, message, target.bytes_buffer, target.builds_from_locals, calls_only=calls)
     read_lazy = lazy.read_steps(sp, "obj", lazy=True) if is_root else ()
     lazy_tagged = read_tagged
     if target.builds_from_locals and is_root and sp.flexible:  # its own locals for the tagged fields
         lazy_tagged = lazy.read_tagged(sp, "obj")
     skip = () if is_root else OpBuilder(pool, ids, message, target.bytes_buffer).skip_steps(sp)
+    # (encoders keep their strategies: an element written in place names a field at fault as today)
     encode = OpBuilder(pool, ids, message, native_elements=target.compiled)
     return FunctionPlan(
         id=ids[sp],

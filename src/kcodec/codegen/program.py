@@ -31,6 +31,9 @@ class Target:
 
     compiled: bool = False
     bytes_buffer: bool = False
+    #: strings and bytes read, skipped and written by calls to ``kcodec._gen_runtime`` instead of
+    #: inline code: the messages outside the hot set in the pure build (a call per value, not a dozen lines)
+    helpers: bool = False
 
     @property
     def offset_type(self) -> str:
@@ -355,6 +358,12 @@ class ClassPlan:
     doc: str
     fields: tuple[ClassField, ...]
     infos: tuple[tuple[str, tuple[str, ...]], ...]  # spec set -> FieldInfo sources
+
+    @property
+    def shared_infos(self) -> tuple[str, ...] | None:
+        """The FieldInfo sources when every spec set describes the struct alike (printed once)."""
+        first = self.infos[0][1] if self.infos else None
+        return first if len(self.infos) > 1 and all(i == first for _s, i in self.infos) else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,205 @@
+"""Runtime helpers of the generated codecs: the repeated mechanics a generated function calls instead
+of printing them again (tagged-field sections; strings and bytes of the messages outside the hot set,
+whose codecs trade a call per value for a line per value).
+
+Every helper raises the ``DecodeError`` the inline code it replaces raised, at the same offset and
+without a path: the generated function's own error handling adds the field, exactly as before.
+Encoders' helpers raise what the inline code raised, for the generated function to name the field.
+Callers of the tagged-field helpers test the common case inline first (an empty section is one 0
+byte), so those run only for the rarer case.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from kcodec._wire import Buffer, bad_length, null_error, null_value, read_uvarint, short, tag_order, too_long
+from kcodec._wire import write_uvarint as _wuv
+from kcodec.blobs import blob
+from kcodec.chunked import CHUNK_BYTES, ChunkedOut
+from kcodec.errors import DecodeError
+
+__all__ = [
+    "read_blob",
+    "read_count",
+    "read_nullable_blob",
+    "read_nullable_string",
+    "read_string",
+    "read_tags",
+    "skip_blob",
+    "skip_tags",
+    "write_blob",
+    "write_length",
+    "write_string",
+]
+
+_LENGTH = {2: struct.Struct(">h"), 4: struct.Struct(">i")}
+_MAX_STRING = 32767  # compact string lengths above it are refused (Kafka's readString)
+
+
+def _end_of_buffer(pos: int) -> DecodeError:
+    return DecodeError("unexpected end of buffer", pos)
+
+
+def read_tags(buf: Buffer, pos: int, blen: int) -> tuple[list[tuple[int, bytes]] | None, int]:
+    """Read a tagged-field section of a struct that defines no tagged fields (KIP-482): every field
+    kept raw as ``(tag, bytes)``, in the strictly ascending order the section must have. Returns
+    (the fields, or None for an empty section; the position after the section)."""
+    if pos >= len(buf):
+        raise _end_of_buffer(pos)
+    count, pos = read_uvarint(buf, pos)
+    if not count:
+        return None, pos
+    unknown: list[tuple[int, bytes]] = []
+    prev = -1
+    for _ in range(count):
+        start = pos
+        tag, pos = read_uvarint(buf, pos)
+        if tag <= prev:
+            raise tag_order(start, tag, prev)
+        prev = tag
+        size, pos = read_uvarint(buf, pos)
+        end = pos + size
+        if end > blen:
+            raise short(pos, size, blen)
+        unknown.append((tag, bytes(buf[pos:end])))
+        pos = end
+    return unknown, pos
+
+
+def skip_tags(buf: Buffer, pos: int, blen: int) -> int:
+    """Check a tagged-field section as ``read_tags`` does, keeping nothing; return the position after it."""
+    if pos >= len(buf):
+        raise _end_of_buffer(pos)
+    count, pos = read_uvarint(buf, pos)
+    prev = -1
+    for _ in range(count):
+        start = pos
+        tag, pos = read_uvarint(buf, pos)
+        if tag <= prev:
+            raise tag_order(start, tag, prev)
+        prev = tag
+        size, pos = read_uvarint(buf, pos)
+        end = pos + size
+        if end > blen:
+            raise short(pos, size, blen)
+        pos = end
+    return pos
+
+
+def _length(buf: Buffer, pos: int, width: int) -> tuple[int, int]:
+    """A length prefix: an unsigned varint of n + 1 (``width`` 0) or an int16/int32. Returns (n, the
+    position after the prefix); -1 is null."""
+    if width:
+        try:
+            return _LENGTH[width].unpack_from(buf, pos)[0], pos + width
+        except struct.error:
+            raise _end_of_buffer(pos) from None
+    if pos >= len(buf):
+        raise _end_of_buffer(pos)
+    n, pos = read_uvarint(buf, pos)
+    return n - 1, pos
+
+
+def read_count(buf: Buffer, pos: int, blen: int, width: int, nullable: bool) -> tuple[int, int]:
+    """An array's count (``width``: 0 compact, 4 int32); returns (it, or -1 for null; next pos)."""
+    n, pos = _length(buf, pos, width)
+    if n < 0:
+        if not nullable:
+            raise null_error(pos, n)
+        if width and n < -1:
+            raise bad_length(pos, n)
+        return -1, pos
+    return n, pos
+
+
+def _span(buf: Buffer, pos: int, blen: int, width: int, nullable: bool, string: bool) -> tuple[int, int]:
+    """The value bytes after a length prefix at ``pos``: (their start, their length; -1 for null)."""
+    n, pos = read_count(buf, pos, blen, width, nullable)
+    if n < 0:
+        return pos, -1
+    if string and not width and n > _MAX_STRING:
+        raise bad_length(pos, n)
+    if pos + n > blen:
+        raise short(pos, n, blen)
+    return pos, n
+
+
+def _text(buf: Buffer, pos: int, n: int) -> str:
+    try:
+        return str(buf[pos : pos + n], "utf-8")
+    except UnicodeDecodeError as e:
+        raise DecodeError(f"invalid UTF-8 in string: {e.reason}", pos + e.start) from None
+
+
+def read_string(buf: Buffer, pos: int, blen: int, width: int) -> tuple[str, int]:
+    """A string that is not nullable, with its length prefix (``width``: 0 compact, 2 int16); returns
+    (it, the position after it)."""
+    pos, n = _span(buf, pos, blen, width, False, True)
+    return _text(buf, pos, n), pos + n
+
+
+def read_nullable_string(buf: Buffer, pos: int, blen: int, width: int) -> tuple[str | None, int]:
+    """A nullable string, as ``read_string``; None for null."""
+    pos, n = _span(buf, pos, blen, width, True, True)
+    return (None, pos) if n < 0 else (_text(buf, pos, n), pos + n)
+
+
+def read_blob(buf: Buffer, pos: int, blen: int, width: int) -> tuple[bytes, int]:
+    """Bytes that are not nullable, with their length prefix (``width``: 0 compact, 4 int32)."""
+    pos, n = _span(buf, pos, blen, width, False, False)
+    return bytes(buf[pos : pos + n]), pos + n
+
+
+def read_nullable_blob(buf: Buffer, pos: int, blen: int, width: int) -> tuple[bytes | None, int]:
+    """Nullable bytes, as ``read_blob``; None for null."""
+    pos, n = _span(buf, pos, blen, width, True, False)
+    return (None, pos) if n < 0 else (bytes(buf[pos : pos + n]), pos + n)
+
+
+def skip_blob(buf: Buffer, pos: int, blen: int, width: int, nullable: bool, string: bool) -> int:
+    """Check a string or bytes value as ``read_string``/``read_blob`` do; return the position after it."""
+    pos, n = _span(buf, pos, blen, width, nullable, string)
+    return pos if n < 0 else pos + n
+
+
+def write_length(out: bytearray, n: int, width: int, limit: int | None) -> None:
+    """A length or count prefix of ``n`` (``width``: 0 compact, 2 int16, 4 int32); above ``limit``
+    (if any) refused."""
+    if limit is not None and n > limit:
+        raise too_long(n, limit)
+    if width:
+        out += _LENGTH[width].pack(n)
+    elif n < 127:
+        out.append(n + 1)
+    else:
+        _wuv(out, n + 1)
+
+
+def _write_null(out: bytearray, width: int, nullable: bool) -> None:
+    if not nullable:
+        raise null_value()
+    out += b"\xff" * width if width else b"\x00"
+
+
+def write_string(out: bytearray, value: str | None, width: int, nullable: bool, limit: int | None) -> None:
+    """A string with its length prefix (``width``: 0 compact, 2 int16), or null."""
+    if value is None:
+        _write_null(out, width, nullable)
+        return
+    data = value.encode()
+    write_length(out, len(data), width, limit)
+    out += data
+
+
+def write_blob(out: bytearray, value: Buffer | None, width: int, nullable: bool, limit: int | None) -> None:
+    """Bytes with their length prefix (``width``: 0 compact, 4 int32), or null; a large value is kept
+    aside uncopied when ``out`` is a ``ChunkedOut``."""
+    if value is None:
+        _write_null(out, width, nullable)
+        return
+    write_length(out, len(value), width, limit)
+    if type(out) is ChunkedOut and len(value) >= CHUNK_BYTES:
+        blob(out, value)
+    else:
+        out += value
