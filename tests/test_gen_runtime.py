@@ -1,4 +1,4 @@
-"""kcodec._gen_runtime: the helpers generated codecs call for tagged-field sections, strings, bytes and
+"""kcodec.protocol._gen_runtime: the helpers generated codecs call for tagged-field sections, strings, bytes and
 counts. Each must raise what the inline code it replaces raised (reason and offset; the generated
 function adds the field), which the codec-level tests check end to end; here each case by itself."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from kcodec import _gen_runtime as rt
-from kcodec.errors import DecodeError, EncodeError, NullValueError
+from kcodec.protocol import _gen_runtime as rt
+from kcodec.protocol.errors import DecodeError, EncodeError, NullValueError
 
 
 def _error(fn: object, *args: object) -> tuple[str, int, str]:

@@ -31,7 +31,7 @@ class Target:
 
     compiled: bool = False
     bytes_buffer: bool = False
-    #: strings and bytes read, skipped and written by calls to ``kcodec._gen_runtime`` instead of
+    #: strings and bytes read, skipped and written by calls to ``kcodec.protocol._gen_runtime`` instead of
     #: inline code: the messages outside the hot set in the pure build (a call per value, not a dozen lines)
     helpers: bool = False
 

@@ -13,11 +13,20 @@ from __future__ import annotations
 
 import struct
 
-from kcodec._wire import Buffer, bad_length, null_error, null_value, read_uvarint, short, tag_order, too_long
-from kcodec._wire import write_uvarint as _wuv
-from kcodec.blobs import blob
-from kcodec.chunked import CHUNK_BYTES, ChunkedOut
-from kcodec.errors import DecodeError
+from kcodec.protocol._wire import (
+    Buffer,
+    bad_length,
+    null_error,
+    null_value,
+    read_uvarint,
+    short,
+    tag_order,
+    too_long,
+)
+from kcodec.protocol._wire import write_uvarint as _wuv
+from kcodec.protocol.blobs import blob
+from kcodec.protocol.chunked import CHUNK_BYTES, ChunkedOut
+from kcodec.protocol.errors import DecodeError
 
 __all__ = [
     "read_blob",
