@@ -1,27 +1,19 @@
-"""``kcodec decode-capture -j N``: a capture file decoded by N worker processes, one shard of its
-connections each (:mod:`kcodec.capture.shard`), their JSON lines or table rows merged back into the
-order, and the bytes, that one process writes.
+"""A capture file decoded by N worker processes, one shard of its connections each
+(:mod:`kcodec.capture.shard`), their output merged back into capture order.
 
 Each worker reads the whole file (packets and segments are the cheap part) and decodes only its
-connections: reassembly, framing, pairing, decoding, facts and the JSON or summary of each frame
-(:mod:`kcodec.cli.parallel_items`). What depends on other connections is left to the parent
-(:mod:`kcodec.cli.parallel_sink`), which merges the workers' output by key:
+connections: reassembly, framing, pairing and decoding, then whatever its :class:`ShardWork` makes
+of each event (the events themselves for :func:`~kcodec.capture.parallel.decode_parallel`; JSON
+lines, table rows or summary totals for ``kcodec decode-capture -j N``). What depends on other
+connections is left to the parent, which merges the workers' items by key: connection numbers
+(capture-wide: the n-th connection opened is #n, from the ``"o"``/``"c"`` items and
+:class:`~kcodec.capture.shard.Numbering`), and whatever the work's own items leave to it.
 
-- connection numbers (capture-wide: the n-th connection opened is #n);
-- topic names: a frame that names topics by id only is given the names learnt from Metadata seen
-  earlier on *any* connection, so workers send the ``(id, name)`` pairs their frames hold, and
-  the ids they could not name; the parent keeps the one :class:`TopicDirectory`;
-- the ``--topic`` filter and ``-c`` (which need those names, or the global order), ``--fail-on``.
+Items are ``(key, tag, data)`` tuples (``key``: the event's place in the capture). The engine's own
+tags: ``"o"``/``"c"`` a connection opened/closed (its number in the shard), ``"m"`` a mark (the
+bytes of the file read so far); the work chooses the others.
 
-A frame's JSON line is built by the worker but for its capture-wide connection number, which the
-parent writes in (and, for a frame that names topics by id only, its ``topic_names`` and
-``error_codes``, which need the names the parent has learnt); the parent writes the lines of each
-merged batch in one write.
-A table row is made by the worker; when its frame names topics by id only, with the names the
-worker's own connections taught it, and the parent makes it again (from the frame's digest) if the
-names it has learnt by then differ.
-
-Workers ignore Ctrl-C (the parent stops them) and send their output in batches, each with a mark
+Workers ignore Ctrl-C (the parent stops them) and send their items in batches, each with a mark
 of how far into the capture they are, so that the parent never waits for a worker that has nothing
 to say about the part of the capture being merged. Memory: each worker holds what one process
 would for its connections; the parent, a batch per worker.
@@ -29,82 +21,86 @@ would for its connections; the parent, a batch per worker.
 
 from __future__ import annotations
 
+import copyreg
 import io
 import pickle
 import queue
 import signal
 import threading
 import traceback
-from typing import IO, Any, Final, cast
+from collections.abc import Callable, Iterator
+from typing import IO, Any, Final, Protocol, cast
 
-from kcodec.capture import CapturedFrame, CaptureFileError, CaptureIssue
-from kcodec.capture.groups import embedded_topics
-from kcodec.capture.shard import END, BatchMerge, Closed, Opened, iter_shard
-from kcodec.capture.topics import TopicDirectory
-from kcodec.cli.capture_filters import EventFilter
-from kcodec.cli.capture_output import RecordsMode
-from kcodec.cli.capture_table import TableWriter
-from kcodec.cli.common import CountingReader
-from kcodec.cli.forked import PipeReader, PipeWriter, Worker, start
-from kcodec.cli.parallel_items import Mode, ShardSummary, frame_item, shard_reader, to_wire
-from kcodec.cli.parallel_sink import MergedOutput
+from kcodec.capture.events import CapturedFrame, CaptureIssue
+from kcodec.capture.packets import CaptureFileError
+from kcodec.capture.parallel.forked import PipeReader, PipeWriter, Worker, WorkerFailed, start
+from kcodec.capture.shard import END, BatchMerge, Closed, Key, Opened, iter_shard
+from kcodec.errors import KcodecError
 
-__all__ = ["ParallelRun", "WorkerFailed"]
+__all__ = ["END", "ParallelRun", "ShardWork", "WorkerFailed"]
 
 _BATCH_BYTES: Final = 1 << 20
 _READ_AHEAD: Final = 16  # batches (of at most about _BATCH_BYTES) read ahead per worker
+Item = tuple[Any, ...]
 
 
-class WorkerFailed(Exception):
-    """A worker could not decode its shard; the text says why (a traceback if it was a bug)."""
+class ShardWork(Protocol):
+    """What a worker makes of its shard's events (made in the worker, by the run's factory)."""
 
-    def __init__(self, text: str, unreadable: bool) -> None:
-        super().__init__(text)
-        self.unreadable = unreadable  # the file is no capture (exit 1, as one process would)
+    def frame(self, key: Key, frame: CapturedFrame, batch: list[Item]) -> int:
+        """Append the frame's items to ``batch``; the bytes they count towards a full batch."""
+
+    def issue(self, key: Key, issue: CaptureIssue, batch: list[Item]) -> None:
+        """Append an issue's items to ``batch``."""
+
+    def end(self, batch: list[Item]) -> None:
+        """Append the shard's last items to ``batch`` (e.g. its totals, keyed ``(END, END, 1)``)."""
+
+
+class _Counting:
+    """A binary file that counts the bytes read from it (the marks' positions)."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self.f = f
+        self.count = 0
+        self.name: str = getattr(f, "name", "-")  # (what the file's issues name)
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n)
+        self.count += len(data)
+        return data
+
+    def seek(self, pos: int) -> int:
+        self.count = pos
+        return self.f.seek(pos)
+
+    def seekable(self) -> bool:
+        return self.f.seekable()
+
+    def tell(self) -> int:
+        return self.f.tell()
 
 
 # --- the worker side ------------------------------------------------------------------------------
 
 
-def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: PipeWriter) -> None:
+def _work(
+    path: str, shard: int, shards: int, work: ShardWork, options: dict[str, Any], out: PipeWriter
+) -> None:
     """A worker process: shard ``shard`` of the capture, sent to the parent in batches."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    flt: EventFilter = options.pop("flt")
-    records: RecordsMode = options.pop("records")
-    mode: Mode = options.pop("mode")
-    verbose: bool = options.pop("verbose")
-    plain = TableWriter()
-    local = TopicDirectory()  # the topic names this shard's frames teach (for table rows)
-    summary = ShardSummary(flt) if mode == "summary" else None
-    read_facts = shard_reader(mode, flt)
     try:
         with open(path, "rb") as f:
-            source = CountingReader(f)
-            batch: list[tuple[Any, ...]] = []
+            source = _Counting(f)
+            batch: list[Item] = []
             size = 0
             for key, item in iter_shard(cast(IO[bytes], source), shard, shards, position=source, **options):
                 if isinstance(item, CapturedFrame):
-                    if summary is not None:
-                        batch += [(key, tag, data) for tag, data in summary.frame(item)]
-                        continue
-                    if item.embedded and flt.topics is not None:  # (what the group's frames are about)
-                        batch.append((key, "g", embedded_topics(item.embedded)))
-                    tag, data = frame_item(item, flt, records, mode, verbose, plain, local, read_facts)
-                    if tag == "j":  # (a JSON line: its body's bytes count)
-                        size += len(data[4])
-                    elif tag == "f":
-                        size += len(data.body) if mode == "json" else 1024
-                        data = to_wire(data)
-                    else:
-                        size += 1024
-                    batch.append((key, tag, data))
+                    size += work.frame(key, item, batch)
                     if size < _BATCH_BYTES:
                         continue
                 elif isinstance(item, CaptureIssue):
-                    if summary is not None:
-                        summary.issue(item)
-                    else:
-                        batch.append((key, "i", item))
+                    work.issue(key, item, batch)
                     continue
                 elif isinstance(item, Opened):
                     batch.append((key, "o", item.number))
@@ -116,12 +112,11 @@ def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Pipe
                     batch.append((key, "m", item.position))
                 _send(out, ("batch", batch))
                 batch, size = [], 0
-            if summary is not None:  # the shard's totals, last
-                batch.append(((END, END, 1), "s", (summary.stats, summary.flags)))
+            work.end(batch)
             _send(out, ("done", batch))
     except CaptureFileError as e:
         out.send_bytes(pickle.dumps(("unreadable", str(e))))
-    except BrokenPipeError:  # the parent stopped (-c N reached, or its reader went away)
+    except BrokenPipeError:  # the parent stopped (enough was read, or its reader went away)
         pass
     except BaseException:  # a bug: its traceback, for the parent to show
         out.send_bytes(pickle.dumps(("bug", traceback.format_exc())))
@@ -129,12 +124,46 @@ def _work(path: str, shard: int, shards: int, options: dict[str, Any], out: Pipe
         out.close()
 
 
+def _bytes_of(view: memoryview) -> tuple[type[bytes], tuple[bytes]]:
+    return bytes, (view.tobytes(),)
+
+
+def _rebuilt(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
+def _error_of(error: BaseException) -> tuple[Any, ...]:
+    return _rebuilt, (type(error), error.args, dict(vars(error)))
+
+
+def _kinds(base: type[BaseException]) -> list[type[BaseException]]:
+    out = [base]
+    for sub in base.__subclasses__():
+        out += _kinds(sub)
+    return out
+
+
+def _pickling() -> dict[Any, Any]:
+    """How items are pickled: as usual, but a memoryview (a decoded frame's records point into its
+    bytes) as the bytes it shows, and kcodec's errors (a frame's typed error, whose ``__init__``
+    takes more than the message pickle would give it) with their attributes as they are."""
+    table: dict[Any, Any] = {**copyreg.dispatch_table, memoryview: _bytes_of}
+    for kind in _kinds(KcodecError):
+        table[kind] = _error_of
+    return table
+
+
 def _send(out: PipeWriter, message: tuple[Any, ...]) -> None:
     """``message`` pickled into a ``BytesIO`` and sent from its buffer. (``pickle.dumps`` builds its
     result in steps: a batch of 1 MiB of JSON bodies took 0.70-0.75 ms to pickle with it, 0.12 ms
     this way, measured.)"""
     buf = io.BytesIO()
-    pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(message)
+    pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _pickling()
+    pickler.dump(message)
     with buf.getbuffer() as view:
         out.send_bytes(view)
 
@@ -143,33 +172,45 @@ def _send(out: PipeWriter, message: tuple[Any, ...]) -> None:
 
 
 class ParallelRun:
-    """Runs ``jobs`` workers on the capture at ``path`` and hands their merged items to ``output``
-    (``options``: ``iter_shard``'s, and what the items need: ``flt``, ``records``, ``mode``,
-    ``verbose``)."""
+    """Runs ``jobs`` workers on the capture at ``path``, each with the :class:`ShardWork`
+    ``make_work()`` makes (called in the worker, after the fork), and merges their items
+    (``options``: :func:`~kcodec.capture.shard.iter_shard`'s: ``ports``, ``autodetect``, ``strict``)."""
 
-    def __init__(self, path: str, jobs: int, output: MergedOutput, options: dict[str, Any]) -> None:
+    def __init__(
+        self, path: str, jobs: int, make_work: Callable[[], ShardWork], options: dict[str, Any]
+    ) -> None:
         self.path = path
         self.jobs = jobs
-        self.output = output
+        self.make_work = make_work
         self.options = options
+        self.position = 0  # bytes of the file read (by the first worker, which reads it all as each does)
         self._procs: list[Worker] = []
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()  # the merge is over: the reader threads stop putting
 
     @property
     def count(self) -> int:
-        """Bytes of the capture read (by the first worker, which reads it all as every one does)."""
-        return int(self.output.position)
+        """Bytes of the capture read so far (for a progress bar)."""
+        return self.position
 
-    def run(self, progress: Any = None) -> None:
-        """Decode and show everything (or ``count`` frames). Raises :class:`WorkerFailed`."""
+    def run(self, add: Callable[[list[Item]], bool], progress: Any = None) -> None:
+        """Hand every merged batch of ``(key, shard, tag, data)`` items to ``add`` (which returns
+        True to stop early). Raises :class:`WorkerFailed`."""
+        for items in self.batches():
+            if add(items):
+                return
+            if progress is not None:
+                progress.update()
+
+    def batches(self) -> Iterator[list[Item]]:
+        """The merged items, a batch at a time, in capture order; the workers are stopped when the
+        iteration ends (closing the generator stops them too). Raises :class:`WorkerFailed`."""
         readers: list[PipeReader] = []
         try:
             for k in range(self.jobs):
-                options = dict(self.options)
 
-                def target(out: PipeWriter, k: int = k, options: dict[str, Any] = options) -> None:
-                    _work(self.path, k, self.jobs, options, out)
+                def target(out: PipeWriter, k: int = k) -> None:
+                    _work(self.path, k, self.jobs, self.make_work(), dict(self.options), out)
 
                 try:
                     proc = start(target, [r.fileno() for r in readers], _BATCH_BYTES)
@@ -178,7 +219,7 @@ class ParallelRun:
                     raise WorkerFailed(text, False) from e
                 readers.append(proc.reader)
                 self._procs.append(proc)
-            self._merge(self._feeds(readers), progress)
+            yield from self._merge(self._feeds(readers))
         finally:
             self._stopping.set()
             self.stop()
@@ -194,7 +235,7 @@ class ParallelRun:
             self._threads = []
 
     def stop(self) -> None:
-        """Stop the workers still running (``-c`` reached, Ctrl-C, a closed pipe)."""
+        """Stop the workers still running (enough read, Ctrl-C, a closed pipe)."""
         for proc in self._procs:
             proc.terminate()
         for proc in self._procs:
@@ -234,7 +275,7 @@ class ParallelRun:
                 continue
         return False
 
-    def _merge(self, feeds: list[queue.Queue[bytes | None]], progress: Any) -> None:
+    def _merge(self, feeds: list[queue.Queue[bytes | None]]) -> Iterator[list[Item]]:
         merge = BatchMerge(len(feeds))
         while (k := merge.waiting_for()) is not None:
             message = feeds[k].get()
@@ -243,8 +284,8 @@ class ParallelRun:
             kind, payload = pickle.loads(message)
             if kind not in ("batch", "done"):
                 raise WorkerFailed(payload, kind == "unreadable")
-            merge.add(k, payload or [], done=kind == "done")
-            if self.output.add(merge.take()):
-                return
-            if progress is not None:
-                progress.update()
+            payload = payload or []
+            if k == 0 and payload and payload[-1][1] == "m":
+                self.position = payload[-1][2]
+            merge.add(k, payload, done=kind == "done")
+            yield merge.take()
