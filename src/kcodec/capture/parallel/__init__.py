@@ -118,8 +118,9 @@ def decode_parallel(
 
     numbering = Numbering()
     run = ParallelRun(str(path), jobs, _Events, options)
+    batches = run.batches()
     try:
-        for items in run.batches():
+        for items in batches:
             for _, k, tag, data in items:
                 if tag == "e":
                     if data.connection is not None:
@@ -133,3 +134,5 @@ def decode_parallel(
         if e.unreadable:
             raise CaptureFileError(str(e)) from None
         raise
+    finally:  # (closed early: the workers stopped now, not when the generator is collected)
+        batches.close()
