@@ -49,7 +49,7 @@ RUNTIME_MODULES = ("kcodec.model", "kcodec.blobs")
 #: owners and keys, the merge, the workers' loop: ``kcodec.capture.parallel.engine``); and the
 #: consumer groups' tracking (``groups``: every group frame) and the totals of ``--summary`` (``stats``,
 #: ``group_stats``: every frame; compiled, with the summary's plain-text tables, ``--summary`` of a
-#: capture of small frames went from 303k to 197k instructions a frame, counted by callgrind).
+#: capture of small frames went from 303k to 199k instructions a frame, counted by callgrind).
 #: Not ``kcodec.frames``, for the reason ``kcodec.codec`` is not: its public functions would raise
 #: mypyc's TypeError for an argument of the wrong type instead of kcodec's WrongTypeError. Not the
 #: records the stages hand on (``kcodec.capture.events``' frames and issues, ``kcodec.facts_model``):
