@@ -212,21 +212,21 @@ def test_repeated_runs_end_their_reader_threads_before_closing_the_pipes(
     import threading
 
     from kcodec.capture import DEFAULT_PORTS
+    from kcodec.capture.parallel.engine import ParallelRun, WorkerFailed
     from kcodec.cli.capture_filters import EventFilter
-    from kcodec.cli.capture_parallel import ParallelRun, WorkerFailed
+    from kcodec.cli.parallel_items import ShardItems
     from kcodec.cli.parallel_sink import MergedOutput
 
     bad = tmp_path / "bad.pcap"
     bad.write_bytes(b"this is not a capture at all" * 1000)
     failed: list[str] = []
     monkeypatch.setattr(threading, "excepthook", lambda args: failed.append(repr(args.exc_value)))
-    options = {"ports": tuple(DEFAULT_PORTS), "autodetect": True, "strict": False, "records": "raw"}
+    options = {"ports": tuple(DEFAULT_PORTS), "autodetect": True, "strict": False}
     for _ in range(60):
         out = MergedOutput(flt=EventFilter(), jsonout=io.BytesIO(), table=None, count=None)
-        items = {"flt": EventFilter(), "mode": "json", "verbose": False}
-        run = ParallelRun(str(bad), 2, out, {**options, **items})
+        run = ParallelRun(str(bad), 2, lambda: ShardItems(EventFilter(), "raw", "json", False), options)
         with pytest.raises(WorkerFailed, match="not a pcap or pcapng file"):
-            run.run()
+            run.run(out.add)
         assert not any(t.name.startswith("kcodec-shard-") for t in threading.enumerate())
     assert failed == []
 
@@ -542,8 +542,8 @@ def test_a_json_line_goes_as_head_and_body_unless_it_waits_for_the_parent(busy: 
 def test_a_batch_sent_from_the_picklers_buffer_arrives_whole() -> None:
     import threading
 
-    from kcodec.cli.capture_parallel import _send
-    from kcodec.cli.forked import PipeReader, PipeWriter
+    from kcodec.capture.parallel.engine import _send
+    from kcodec.capture.parallel.forked import PipeReader, PipeWriter
 
     r, w = os.pipe()
     reader, writer = PipeReader(r), PipeWriter(w)

@@ -332,7 +332,7 @@ def test_one_process_decoding_imports_only_what_it_uses() -> None:
         f"        main(['decode-capture', *extra, {str(SAMPLE)!r}], standalone_mode=False)\n"
         f"    except SystemExit:\n"
         f"        pass\n"
-        "heavy = ['kcodec.cli.capture_parallel', 'multiprocessing', 'tempfile', 'kcodec.protocol.partial',\n"
+        "heavy = ['kcodec.capture.parallel.engine', 'multiprocessing', 'tempfile', 'kcodec.protocol.partial',\n"
         "         'kcodec.protocol.wirewalk', 'socket', 'difflib']\n"
         "sys.stderr.write(' '.join(m for m in heavy if m in sys.modules))\n"
     )

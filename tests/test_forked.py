@@ -1,4 +1,5 @@
-"""The worker processes of ``decode-capture -j N`` (:mod:`kcodec.cli.forked`): real forks and pipes."""
+"""The worker processes of ``decode-capture -j N`` (:mod:`kcodec.capture.parallel.forked`): real forks
+and pipes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kcodec.cli.forked import PipeReader, PipeWriter, can_fork, start
+from kcodec.capture.parallel.forked import PipeReader, PipeWriter, can_fork, start
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="workers are forked")
 
@@ -67,7 +68,7 @@ def test_a_worker_that_raises_exits_1_and_runs_nothing_of_the_parents() -> None:
     and its ``finally`` blocks and ``atexit`` handlers do not run in it."""
     script = (
         "import atexit, sys\n"
-        "from kcodec.cli.forked import start\n"
+        "from kcodec.capture.parallel.forked import start\n"
         "atexit.register(lambda: sys.stdout.write('atexit\\n'))\n"
         "sys.stdout.write('buffered before the fork\\n')\n"
         "def fail(out):\n"
@@ -160,7 +161,7 @@ def test_a_parallel_run_does_not_import_multiprocessing() -> None:
         f"    main(['decode-capture', '-j', '2', {str(SAMPLE)!r}], standalone_mode=False)\n"
         "except SystemExit:\n"
         "    pass\n"
-        "assert 'kcodec.cli.capture_parallel' in sys.modules\n"
+        "assert 'kcodec.capture.parallel.engine' in sys.modules\n"
         "sys.stderr.write(' '.join(m for m in ('multiprocessing', 'tempfile') if m in sys.modules))\n"
     )
     assert _python(script).stderr == ""
@@ -174,9 +175,10 @@ def test_a_worker_that_cannot_be_started_is_one_line_and_nothing_is_left(
     import io
 
     from kcodec.capture import DEFAULT_PORTS
-    from kcodec.cli import forked
+    from kcodec.capture.parallel import forked
+    from kcodec.capture.parallel.engine import ParallelRun, WorkerFailed
     from kcodec.cli.capture_filters import EventFilter
-    from kcodec.cli.capture_parallel import ParallelRun, WorkerFailed
+    from kcodec.cli.parallel_items import ShardItems
     from kcodec.cli.parallel_sink import MergedOutput
 
     if not Path("/proc/self/fd").is_dir():
@@ -194,11 +196,11 @@ def test_a_worker_that_cannot_be_started_is_one_line_and_nothing_is_left(
 
     monkeypatch.setattr(forked.os, "fork", fork)
     before = set(os.listdir("/proc/self/fd"))
-    options = {"ports": tuple(DEFAULT_PORTS), "autodetect": True, "strict": False, "records": "raw"}
+    options = {"ports": tuple(DEFAULT_PORTS), "autodetect": True, "strict": False}
     out = MergedOutput(flt=EventFilter(), jsonout=io.BytesIO(), table=None, count=None)
-    run = ParallelRun(str(SAMPLE), 2, out, {**options, "flt": EventFilter(), "mode": "json", "verbose": False})
+    run = ParallelRun(str(SAMPLE), 2, lambda: ShardItems(EventFilter(), "raw", "json", False), options)
     with pytest.raises(WorkerFailed, match="could not start worker process 2 of 2: .*Resource temporarily"):
-        run.run()
+        run.run(out.add)
     assert len(forks) == 1
     with pytest.raises(ChildProcessError):  # (reaped: no child of this process is left)
         os.waitpid(forks[0], os.WNOHANG)
@@ -210,7 +212,8 @@ def test_no_thread_runs_when_the_workers_are_forked_even_with_a_progress_bar() -
     gets: the progress bar's refresh thread starts only after the workers are forked."""
     script = (
         "import os, sys, threading\n"
-        "from kcodec.cli import forked, main\n"
+        "from kcodec.capture.parallel import forked\n"
+        "from kcodec.cli import main\n"
         "real = os.fork\n"
         "seen = []\n"
         "def fork():\n"

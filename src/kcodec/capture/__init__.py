@@ -42,7 +42,9 @@ Stages (each a module; the records between them are plain, picklable data):
    the bytes each shard has so far), each event keyed by its place in the capture, so that
    ``merge_shards`` (lazily) or ``BatchMerge`` (batch by batch, for worker processes) merge the
    shards back into ``iter_capture``'s exact events and order; ``Numbering`` turns the shards'
-   connection numbers into the capture's. ``kcodec decode-capture -j N`` runs this in N processes.
+   connection numbers into the capture's. :func:`kcodec.capture.parallel.decode_parallel` runs this
+   in worker processes (``decode_parallel(path, workers=4)`` yields ``iter_capture``'s events), as
+   ``kcodec decode-capture -j N`` does.
 
 Running stage 3 on the segments of one connection, as a Spark job does after grouping the rows of
 stage 2 by ``key`` (rotated files: order by file, then ``offset``)::

@@ -181,8 +181,11 @@ class Run:
         return 3 if self.output.flags & conditions else 0
 
     def _execute_parallel(self, conditions: frozenset[str]) -> int:
-        """``execute`` with ``jobs`` worker processes (:mod:`kcodec.cli.capture_parallel`)."""
-        from kcodec.cli.capture_parallel import ParallelRun, WorkerFailed
+        """``execute`` with ``jobs`` worker processes (:mod:`kcodec.capture.parallel`), each making
+        the items of its shard (:class:`~kcodec.cli.parallel_items.ShardItems`), merged and shown by
+        :class:`~kcodec.cli.parallel_sink.MergedOutput`."""
+        from kcodec.capture.parallel.engine import ParallelRun, WorkerFailed
+        from kcodec.cli.parallel_items import ShardItems
         from kcodec.cli.parallel_sink import MergedOutput
 
         assert self.path is not None
@@ -190,21 +193,18 @@ class Run:
         merged = MergedOutput(
             flt=out.flt, jsonout=out.jsonout, table=out.table, count=out.count, summary=out.summary
         )
-        options = {
-            "ports": self.ports,
-            "autodetect": self.autodetect,
-            "strict": self.strict,
-            "flt": out.flt,
-            "records": out.records,
-            "mode": _mode(out),
-            "verbose": out.verbose,
-        }
-        run = ParallelRun(self.path, self.jobs, merged, options)
+        options = {"ports": self.ports, "autodetect": self.autodetect, "strict": self.strict}
+        flt, records, mode, verbose = out.flt, out.records, _mode(out), out.verbose
+
+        def make_items() -> ShardItems:
+            return ShardItems(flt, records, mode, verbose)  # type: ignore[arg-type]
+
+        run = ParallelRun(self.path, self.jobs, make_items, options)
         progress = _Progress(self.source, self.label) if self.show_progress else None
         if progress is not None:
             progress.source = run
         try:
-            run.run(progress)
+            run.run(merged.add, progress)
             self._stop(progress)
             merged.end()
             out.flush()

@@ -6,17 +6,15 @@ is no capture, 2 usage error, 3 a ``--fail-on`` condition was met, 130 interrupt
 
 from __future__ import annotations
 
-import os
-import stat
 import sys
 from pathlib import Path
 from typing import Any, Literal
 
 import click
 
+from kcodec.capture.parallel import can_fork, default_workers
 from kcodec.cli.capture_filters import EventFilter, parse_addresses, parse_apis, parse_groups, parse_topics
 from kcodec.cli.common import CONTEXT_SETTINGS, CountingReader, kafka_port_options
-from kcodec.cli.forked import can_fork
 
 EXIT_UNREADABLE, EXIT_FAIL_ON, EXIT_INTERRUPTED = 1, 3, 130
 FAIL_ON = ("issues", "errors", "error-codes", "diagnostics")
@@ -42,24 +40,7 @@ def _jobs(jobs: int | None, capture: str) -> int:
         return 1  # (workers are forked: not on Windows)
     if jobs is not None:
         return jobs
-    return default_jobs(capture)
-
-
-def default_jobs(path: str, size_threshold: int = 16 << 20) -> int:
-    """Workers for a capture file by default: one per available core (at most 8) for a regular file
-    of at least 16 MiB; 1 (no workers) otherwise. (Decided here, before anything of the parallel
-    decoder is imported: one process, the usual case for a small capture, never imports it.)"""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return 1
-    if not stat.S_ISREG(st.st_mode) or st.st_size < size_threshold:
-        return 1
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # (not Linux)
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 8))
+    return default_workers(capture)
 
 
 @click.command("decode-capture", context_settings=CONTEXT_SETTINGS)
@@ -138,7 +119,8 @@ def default_jobs(path: str, size_threshold: int = 16 << 20) -> int:
     default=None,
     metavar="N",
     help="Worker processes, each decoding a share of the connections (a file, not standard input): the "
-    "output is the same as with one. Default: one per core (up to 8) for files of 16 MiB or more.",
+    "output is the same as with one. Default: for files of 16 MiB or more, one per idle core (the "
+    "cores less the load average; up to 8) when two or more are idle; otherwise 1.",
 )
 @click.option(
     "--progress/--no-progress",

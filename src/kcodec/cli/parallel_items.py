@@ -1,7 +1,8 @@
 """What a worker of a parallel ``kcodec decode-capture`` sends its parent for each event of its shard
-(see :mod:`kcodec.cli.capture_parallel`): everything that can be worked out from its own connections,
-so that the parent is left only what depends on the others (connection numbers, topic names learnt
-elsewhere, ``--topic``, ``-c``).
+(:class:`ShardItems`, the :class:`~kcodec.capture.parallel.engine.ShardWork` of the command's
+:class:`~kcodec.capture.parallel.engine.ParallelRun`): everything that can be worked out from its
+own connections, so that the parent is left only what depends on the others (connection numbers,
+topic names learnt elsewhere, ``--topic``, ``-c``).
 
 Items are ``(key, tag, data)`` tuples (``key``: the event's place in the capture):
 
@@ -25,8 +26,8 @@ Items are ``(key, tag, data)`` tuples (``key``: the event's place in the capture
   learn, ``"z"`` leader-epoch fencing errors at topics named by id only ``(api, [(code, where)],
   ids)``, and last ``"s"``, the shard's totals ``(CaptureStats, --fail-on flags)``;
 - ``"i"`` a :class:`~kcodec.capture.CaptureIssue`;
-- ``"o"``/``"c"`` a connection opened/closed (its number in the shard);
-- ``"m"`` a mark: the bytes of the file read so far.
+- the engine's own: ``"o"``/``"c"`` a connection opened/closed (its number in the shard), ``"m"`` a
+  mark (the bytes of the file read so far).
 
 The records are named tuples, but a frame's goes down the pipe as a plain tuple (:func:`to_wire`,
 :func:`from_wire`): a named tuple is pickled through a call of its Python ``__getnewargs__`` and
@@ -43,7 +44,9 @@ import orjson
 
 from kcodec.capture import CapturedFrame, CaptureEvent, CaptureIssue
 from kcodec.capture.facts import Facts, event_facts, facts_reader
+from kcodec.capture.groups import embedded_topics
 from kcodec.capture.record import table_row_values
+from kcodec.capture.shard import END, Key
 from kcodec.capture.stats import FENCING_CODES, CaptureStats, api_label
 from kcodec.capture.topics import TopicDirectory, named_ids, topic_ids, unnamed_ids
 from kcodec.cli.capture_filters import EventFilter, frame_topics
@@ -67,6 +70,7 @@ __all__ = [
     "JsonFrame",
     "Mode",
     "Row",
+    "ShardItems",
     "ShardSummary",
     "TableFrame",
     "codes_json",
@@ -334,3 +338,49 @@ class ShardSummary:
         if self.flt.keep(ev, None):
             self.flags.add("issues")
             self.stats.add(ev)
+
+
+class ShardItems:
+    """A worker's items for its shard's events (see the module docstring): made in the worker, from
+    the run's ``options`` (``flt``, ``records``, ``mode``, ``verbose``)."""
+
+    def __init__(self, flt: EventFilter, records: RecordsMode, mode: Mode, verbose: bool) -> None:
+        self.flt = flt
+        self.records: RecordsMode = records
+        self.mode: Mode = mode
+        self.verbose = verbose
+        self.plain = TableWriter()
+        self.local = TopicDirectory()  # the topic names this shard's frames teach (for table rows)
+        self.summary = ShardSummary(flt) if mode == "summary" else None
+        self.read_facts = shard_reader(mode, flt)
+
+    def frame(self, key: Key, ev: CapturedFrame, batch: list[tuple[Any, ...]]) -> int:
+        summary = self.summary
+        if summary is not None:
+            batch += [(key, tag, data) for tag, data in summary.frame(ev)]
+            return 0
+        flt, mode = self.flt, self.mode
+        if ev.embedded and flt.topics is not None:  # (what the group's frames are about)
+            batch.append((key, "g", embedded_topics(ev.embedded)))
+        tag, data = frame_item(
+            ev, flt, self.records, mode, self.verbose, self.plain, self.local, self.read_facts
+        )
+        size = 1024
+        if tag == "j":  # (a JSON line: its body's bytes count)
+            size = len(data[4])
+        elif tag == "f":
+            if mode == "json":
+                size = len(data.body)
+            data = to_wire(data)
+        batch.append((key, tag, data))
+        return size
+
+    def issue(self, key: Key, ev: CaptureIssue, batch: list[tuple[Any, ...]]) -> None:
+        if self.summary is not None:
+            self.summary.issue(ev)
+        else:
+            batch.append((key, "i", ev))
+
+    def end(self, batch: list[tuple[Any, ...]]) -> None:
+        if self.summary is not None:  # the shard's totals, last
+            batch.append(((END, END, 1), "s", (self.summary.stats, self.summary.flags)))

@@ -58,7 +58,6 @@ class MergedOutput:
         self.count = count
         self.flags: set[str] = set()
         self.shown = 0
-        self.position = 0  # bytes of the file the first worker has read
         self.numbering = Numbering()
         self.topics = TopicDirectory()
         self.group_topics = GroupTopics()
@@ -126,8 +125,7 @@ class MergedOutput:
                 numbering.opened(k, data)
             elif tag == "c":
                 numbering.closed(k, data)
-            elif k == 0:  # a mark of the first shard
-                self.position = data
+            # ("m": a mark, which the engine reads for the progress bar)
         return False
 
     def _frame(self, k: int, f: JsonFrame | TableFrame) -> None:

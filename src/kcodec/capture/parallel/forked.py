@@ -1,8 +1,8 @@
-"""Worker processes for ``kcodec decode-capture -j N``: forked from the parent, each with a pipe of
-length-prefixed messages back to it. (What ``multiprocessing`` gives with its ``fork`` context and a
-one-way ``Pipe``, without importing it: its import pulls in about 25 modules, tempfile, shutil,
-bz2, lzma, random and subprocess among them, and was 32 M of the 376 M instructions before the
-workers started, on the critical path of every parallel run.)
+"""Worker processes for a parallel capture decode (:mod:`kcodec.capture.parallel`): forked from the
+parent, each with a pipe of length-prefixed messages back to it. (What ``multiprocessing`` gives
+with its ``fork`` context and a one-way ``Pipe``, without importing it: its import pulls in about 25
+modules, tempfile, shutil, bz2, lzma, random and subprocess among them, and was 32 M of the 376 M
+instructions before the workers started, on the critical path of every parallel run.)
 
 A message is a 4-byte big-endian length and that many bytes. The child runs its function and leaves
 with ``os._exit`` (an exception it lets out is printed on stderr, status 1): nothing of the parent's
@@ -25,10 +25,18 @@ import time
 from collections.abc import Callable
 from typing import IO
 
-__all__ = ["PipeReader", "PipeWriter", "Worker", "can_fork", "start"]
+__all__ = ["PipeReader", "PipeWriter", "Worker", "WorkerFailed", "can_fork", "start"]
 
 _LENGTH = struct.Struct(">I")
 _SMALL = 1 << 14  # a message up to this size goes in one write with its length
+
+
+class WorkerFailed(Exception):
+    """A worker could not decode its shard; the text says why (a traceback if it was a bug)."""
+
+    def __init__(self, text: str, unreadable: bool) -> None:
+        super().__init__(text)
+        self.unreadable = unreadable  # the file is no capture (exit 1, as one process would)
 
 
 def can_fork() -> bool:
