@@ -11,8 +11,9 @@ runtime restates a fact this table holds.
 
 Adding a type of an existing snippet family (say ``uint64``: ``fixed``, ``"Q"``, 8 bytes, its bounds,
 construct ``Int64ub``) is one entry here; a new family also needs its emitter snippets
-(``templates/python/values.j2`` switches on ``WireType.snippet``) and its reader and writer in
-``kcodec.protocol.wire_table``.
+(``templates/python/read.j2`` and ``write.j2`` branch on the value op's kind, which layout.py takes
+from ``WireType.snippet``), its helpers in ``kcodec.protocol._gen_runtime``, and its reader and
+writer in ``kcodec.protocol.wire_table``.
 """
 
 from __future__ import annotations
