@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from interrupt import ctrl_c_as_in_a_terminal
 from pcap_build import Conversation, pcap_header, pcap_record
 
 import kcodec
@@ -259,6 +260,7 @@ def test_ctrl_c_stops_the_workers_and_exits_130(busy: Path) -> None:
         stdout=subprocess.PIPE,  # not read until the end: the output blocks, so the run is still going
         stderr=subprocess.PIPE,
         env=env,
+        preexec_fn=ctrl_c_as_in_a_terminal,
     )
     try:
         # waits for the workers (running, or finished and not yet waited for), however long they take

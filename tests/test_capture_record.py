@@ -66,6 +66,7 @@ def test_a_table_row_is_the_record_s_row_columns() -> None:
 
 
 def test_the_pipeline_s_columns_are_made_of_the_record() -> None:
+    pytest.importorskip("pyarrow", reason="the pipeline's schemas need pip install -e '.[spark]'")
     from kcodec.pipeline.decode import EVENT_COLUMNS, _arrow_type, event_arrow_schema
     from kcodec.pipeline.partials import AGGREGATE_COLUMNS
     from kcodec.pipeline.write import FRAME_COLUMNS, frame_schema
@@ -98,6 +99,7 @@ def _from_table(c: Any, value: Any) -> Any:
 
 
 def test_the_pipeline_s_frame_rows_hold_the_json_lines_values() -> None:
+    pytest.importorskip("pyarrow", reason="the pipeline's rows need pip install -e '.[spark]'")
     from kcodec.pipeline.decode import decode_records
     from kcodec.pipeline.scan import ISSUE_KEY_PREFIX, scan_split
 

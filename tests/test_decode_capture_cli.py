@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from interrupt import ctrl_c_as_in_a_terminal
 from pcap_build import Conversation, pcap
 from rich.console import Console
 
@@ -181,6 +182,7 @@ def test_ctrl_c_exits_130_without_a_traceback() -> None:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=ctrl_c_as_in_a_terminal,
     )
     try:
         assert proc.stdin is not None
