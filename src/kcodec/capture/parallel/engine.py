@@ -28,7 +28,7 @@ import queue
 import signal
 import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import IO, Any, Final, Protocol, cast
 
 from kcodec.capture.events import CapturedFrame, CaptureIssue
@@ -202,7 +202,7 @@ class ParallelRun:
             if progress is not None:
                 progress.update()
 
-    def batches(self) -> Iterator[list[Item]]:
+    def batches(self) -> Generator[list[Item], None, None]:
         """The merged items, a batch at a time, in capture order; the workers are stopped when the
         iteration ends (closing the generator stops them too). Raises :class:`WorkerFailed`."""
         readers: list[PipeReader] = []
