@@ -151,8 +151,8 @@ class FrameDecoder:
                 return
             req, notes = found
             diagnostics = notes + _reasons(req.diagnostics)
-        except Exception as e:
-            frame.fail(_as_kcodec_error(e))
+        except Exception as other:  # (its own name: compiled, a name has one type)
+            frame.fail(_as_kcodec_error(other))
             return
         if diagnostics and frame.api_key == _METADATA_KEY:
             placeholder = metadata_topics_placeholder(data)

@@ -163,10 +163,10 @@ class Run:
             self._stop(progress)
             click.echo(f"kcodec decode-capture: {self.label}: {e}", err=True)
             return 1
-        except KeyboardInterrupt as e:
+        except KeyboardInterrupt as interrupt:  # (its own name: compiled, a name has one type)
             self._stop(progress)
             self.output.flush()
-            return _interrupted(e)
+            return _interrupted(interrupt)
         except BrokenPipeError:
             self._stop(progress)
             quiet_stdout()
@@ -214,11 +214,11 @@ class Run:
             if not e.unreadable:
                 click.echo("(a worker process failed: -j 1 decodes in one process)", err=True)
             return 1
-        except KeyboardInterrupt as e:
+        except KeyboardInterrupt as interrupt:  # (its own name: compiled, a name has one type)
             run.stop()
             self._stop(progress)
             out.flush()
-            return _interrupted(e)
+            return _interrupted(interrupt)
         except BrokenPipeError:
             run.stop()
             self._stop(progress)
