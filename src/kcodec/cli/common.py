@@ -9,7 +9,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,30 +20,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from kcodec.net.client import ConnectionSettings
-
-
-class CountingReader:
-    """A binary file that counts the bytes read (``count``: what a progress bar shows)."""
-
-    def __init__(self, f: IO[bytes]) -> None:
-        self.f = f
-        self.count = 0
-        self.name = getattr(f, "name", "-")
-
-    def read(self, n: int = -1) -> bytes:
-        data = self.f.read(n)
-        self.count += len(data)
-        return data
-
-    def seek(self, pos: int) -> int:
-        self.count = pos
-        return self.f.seek(pos)
-
-    def seekable(self) -> bool:
-        return self.f.seekable()
-
-    def tell(self) -> int:
-        return self.f.tell()
 
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 110}

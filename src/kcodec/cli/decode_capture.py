@@ -12,9 +12,10 @@ from typing import Any, Literal
 
 import click
 
+from kcodec.capture.counting import CountingReader
 from kcodec.capture.parallel import can_fork, default_workers
 from kcodec.cli.capture_filters import EventFilter, parse_addresses, parse_apis, parse_groups, parse_topics
-from kcodec.cli.common import CONTEXT_SETTINGS, CountingReader, kafka_port_options
+from kcodec.cli.common import CONTEXT_SETTINGS, kafka_port_options
 
 EXIT_UNREADABLE, EXIT_FAIL_ON, EXIT_INTERRUPTED = 1, 3, 130
 FAIL_ON = ("issues", "errors", "error-codes", "diagnostics")

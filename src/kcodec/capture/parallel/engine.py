@@ -31,6 +31,7 @@ import traceback
 from collections.abc import Callable, Generator, Iterator
 from typing import IO, Any, Final, Protocol, cast
 
+from kcodec.capture.counting import CountingReader
 from kcodec.capture.events import CapturedFrame, CaptureIssue
 from kcodec.capture.packets import CaptureFileError
 from kcodec.capture.parallel.forked import PipeReader, PipeWriter, Worker, WorkerFailed, start
@@ -57,30 +58,6 @@ class ShardWork(Protocol):
         """Append the shard's last items to ``batch`` (e.g. its totals, keyed ``(END, END, 1)``)."""
 
 
-class _Counting:
-    """A binary file that counts the bytes read from it (the marks' positions)."""
-
-    def __init__(self, f: IO[bytes]) -> None:
-        self.f = f
-        self.count = 0
-        self.name: str = getattr(f, "name", "-")  # (what the file's issues name)
-
-    def read(self, n: int = -1) -> bytes:
-        data = self.f.read(n)
-        self.count += len(data)
-        return data
-
-    def seek(self, pos: int) -> int:
-        self.count = pos
-        return self.f.seek(pos)
-
-    def seekable(self) -> bool:
-        return self.f.seekable()
-
-    def tell(self) -> int:
-        return self.f.tell()
-
-
 # --- the worker side ------------------------------------------------------------------------------
 
 
@@ -91,7 +68,7 @@ def _work(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         with open(path, "rb") as f:
-            source = _Counting(f)
+            source = CountingReader(f)
             batch: list[Item] = []
             size = 0
             for key, item in iter_shard(cast(IO[bytes], source), shard, shards, position=source, **options):
