@@ -28,14 +28,14 @@ def error_codes(message: Any) -> list[int]:
     """Every error code field (``error_code``, ``partition_error_code``, ...) in a decoded message, depth
     first."""
     out: list[int] = []
-    for name in getattr(message, "__slots__", ()):
+    for name in getattr(message, "_fields_", ()):  # (a message's or struct's fields, in either build)
         value = getattr(message, name, None)
         if name.endswith("error_code") and isinstance(value, int):
             out.append(value)
         elif isinstance(value, list):
             for item in value:
                 out.extend(error_codes(item))
-        elif hasattr(value, "__slots__"):
+        elif hasattr(value, "_fields_"):
             out.extend(error_codes(value))
     return out
 

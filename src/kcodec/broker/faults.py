@@ -110,13 +110,13 @@ def error_response(key: int, version: int, request: Any, error: ErrorCode, messa
     builder = _BUILDERS.get(key)
     if builder is not None:
         return builder(resp, version, request, error)
-    if "error_code" not in resp.__slots__:
+    if "error_code" not in resp._fields_:  # (compiled classes have no __slots__)
         raise BrokerError(f"errors cannot be injected into api key {key}: its response has no error code")
     return resp(error_code=error)
 
 
 def can_inject(key: int, message_class: Any) -> bool:
-    return key in _BUILDERS or "error_code" in message_class.__slots__
+    return key in _BUILDERS or "error_code" in message_class._fields_
 
 
 def _produce(resp: Any, v: int, req: Any, error: ErrorCode) -> Any:
