@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from pcap_build import Conversation, pcap_header, pcap_record
+from capture_workload import write_sessions
 
 import kcodec
 from kcodec.protocol.model import Uuid
@@ -310,34 +310,11 @@ def write_small_capture(path: Path, megabytes: float, seed: int = 9093) -> tuple
     sessions = [
         _producer(rng, n, 3 + n % 7) if n % 4 == 3 else _consumer(rng, n, 2 + n % 9) for n in range(48)
     ]
-    target = int(megabytes * 1_000_000)
-    written, frames, n = 24, 0, 0
-    t = 1_700_000_000.0
-    with open(path, "wb") as f:
-        f.write(pcap_header())
-        while written < target:
-            convs = []
-            for i in range(16):
-                k = n + i
-                conv = Conversation(
-                    (f"10.30.{k // 250 % 250}.{1 + k % 250}", 32768 + k % 28000),
-                    ("10.30.255.1", 9092),
-                    t=t + i * 0.0002,
-                    step=0.00005,
-                ).open()
-                for req, resp in sessions[k % len(sessions)]:
-                    conv.request(req)
-                    conv.response(resp)
-                    frames += 2
-                conv.close()
-                convs.append(conv)
-            for ts, data in sorted((p for c in convs for p in c.packets), key=lambda p: p[0]):
-                rec = pcap_record(ts, data)
-                f.write(rec)
-                written += len(rec)
-            n += 16
-            t += 1.0
-    return frames, written
+    return write_sessions(
+        path, megabytes, sessions, per_round=16, round_seconds=1.0, spacing=0.0002, step=0.00005,
+        client=lambda k: (f"10.30.{k // 250 % 250}.{1 + k % 250}", 32768 + k % 28000),
+        server=("10.30.255.1", 9092),
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from pcap_build import Conversation, pcap_header, pcap_record  # noqa: E402
+from pcap_build import Conversation, pcap_header, pcap_record
 
-import kcodec  # noqa: E402
-from kcodec.protocol.model import Uuid  # noqa: E402
-from kcodec.records import NewRecord, build_batch  # noqa: E402
+import kcodec
+from kcodec.protocol.model import Uuid
+from kcodec.records import NewRecord, build_batch
 
 TOPICS = [(f"orders-{i:02d}", Uuid(random.Random(i).randbytes(16))) for i in range(30)]
 
@@ -213,6 +214,28 @@ def write_capture(path: Path, megabytes: float, seed: int = 9092) -> tuple[int, 
     """Write a capture of at least ``megabytes`` MB; (frames, bytes) written."""
     rng = random.Random(seed)
     sessions = [_session(rng, 40) for _ in range(4)]  # reused with new ports and times
+    return write_sessions(
+        path, megabytes, sessions, per_round=8, round_seconds=2.0, spacing=0.0003, step=0.00002,
+        client=lambda k: (f"10.20.0.{1 + k % 200}", 40000 + k % 20000), server=("10.20.1.1", 9092),
+    )  # fmt: skip
+
+
+def write_sessions(
+    path: Path,
+    megabytes: float,
+    sessions: list[list[tuple[bytes, bytes]]],
+    *,
+    per_round: int,
+    round_seconds: float,
+    spacing: float,
+    step: float,
+    client: Callable[[int], tuple[str, int]],
+    server: tuple[str, int],
+) -> tuple[int, int]:
+    """Write ``sessions`` (each a list of request and response frames) as connections until the file
+    holds ``megabytes`` MB: ``per_round`` connections at a time (connection ``k`` from ``client(k)``,
+    playing session ``k`` modulo their count), their packets interleaved in time order, a round every
+    ``round_seconds``. Returns (frames, bytes) written."""
     target = int(megabytes * 1_000_000)
     written, frames, n = 0, 0, 0
     t = 1_700_000_000.0
@@ -221,13 +244,8 @@ def write_capture(path: Path, megabytes: float, seed: int = 9092) -> tuple[int, 
         written += 24
         while written < target:
             convs = []
-            for i in range(8):
-                conv = Conversation(
-                    ("10.20.0.%d" % (1 + (n + i) % 200), 40000 + (n + i) % 20000),
-                    ("10.20.1.1", 9092),
-                    t=t + i * 0.0003,
-                    step=0.00002,
-                ).open()
+            for i in range(per_round):
+                conv = Conversation(client(n + i), server, t=t + i * spacing, step=step).open()
                 for req, resp in sessions[(n + i) % len(sessions)]:
                     conv.request(req)
                     conv.response(resp)
@@ -238,8 +256,8 @@ def write_capture(path: Path, megabytes: float, seed: int = 9092) -> tuple[int, 
                 rec = pcap_record(ts, data)
                 f.write(rec)
                 written += len(rec)
-            n += 8
-            t += 2.0
+            n += per_round
+            t += round_seconds
     return frames, written
 
 
