@@ -13,14 +13,16 @@ bytes left after a body, and every known deviation, are errors (the deviation is
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Final
 
 from kcodec.capture.events import CapturedFrame, UnmatchedResponseError
 from kcodec.capture.framing import Pairing, RawFrame
 from kcodec.capture.groups import GROUP_KEYS, GroupTracker
-from kcodec.protocol.codec import Diagnostic, decode_at, message_class
+from kcodec.protocol.codec import GC_PAUSE_BYTES, Diagnostic, decode_at, message_class, raw_decoder
 from kcodec.protocol.errors import DecodeError, KcodecError, TrailingBytesError
 from kcodec.protocol.frames import Frame, ResponseFrame, decode_request, decode_response
+from kcodec.protocol.model import Message
 from kcodec.protocol.quirks import (
     API_VERSIONS_KEY,
     doubled_tagged_section,
@@ -48,6 +50,56 @@ def header_fields(raw: bytes, request: bool) -> tuple[int | None, int | None, in
         corr = _I32.unpack_from(raw, 8)[0] if len(raw) >= 12 else None
         return key, ver, corr
     return None, None, (_I32.unpack_from(raw, 4)[0] if len(raw) >= 8 else None)
+
+
+_Raw = Callable[[bytes, int, int], tuple[Message, int]]
+#: (api key << 16 | api version) -> (header version, header decoder, body decoder) of the requests
+#: and of the responses met so far (a registry lookup once per pair, not per frame)
+_REQUESTS: Final[dict[int, tuple[int, _Raw, _Raw]]] = {}
+_RESPONSES: Final[dict[int, tuple[int, _Raw, _Raw]]] = {}
+
+
+def _route(key: int, version: int, request: bool) -> tuple[int, _Raw, _Raw] | None:
+    """The header version and the generated decoders of an API's requests or responses at ``version``;
+    None if kcodec has none (the frame readers of ``kcodec.protocol.frames`` then say why)."""
+    routes = _REQUESTS if request else _RESPONSES
+    found = routes.get(key << 16 | version)
+    if found is None:
+        try:
+            info = api(key)
+            if request:
+                hv = info.request_header_version(version)
+                found = (hv, raw_decoder("RequestHeader", hv), raw_decoder(info.request, version))
+            else:
+                hv = info.response_header_version(version)
+                found = (hv, raw_decoder("ResponseHeader", hv), raw_decoder(info.response, version))
+        except KcodecError:
+            return None
+        routes[key << 16 | version] = found
+    return found
+
+
+def _clean(data: bytes, key: int, version: int, request: bool) -> tuple[int, Message, Message] | None:
+    """(header version, header, body) of a frame that decodes cleanly, read by the generated
+    decoders directly: a small frame whose size prefix is its length, whose header and body read
+    without error and leave no byte. None for anything else (a large body, whose decoding pauses the
+    garbage collector, included): ``decode_request``/``decode_response`` then read it again, with
+    the errors, diagnostics and leniency they have (the same values when it does decode)."""
+    n = len(data)
+    if n < 8 or n >= GC_PAUSE_BYTES or type(data) is not bytes or _I32.unpack_from(data, 0)[0] != n - 4:
+        return None
+    if key < 0 or version < 0 or key > 0x7FFF or version > 0x7FFF:
+        return None
+    route = _route(key, version, request)
+    if route is None:
+        return None
+    hv, read_header, read_body = route
+    try:
+        header, pos = read_header(data, 4, n)
+        body, end = read_body(data, pos, n)
+    except Exception:  # (read again by the frame readers, which name it)
+        return None
+    return (hv, header, body) if end == n else None
 
 
 def _as_kcodec_error(e: Exception) -> KcodecError:
@@ -138,6 +190,11 @@ class FrameDecoder:
         return frame
 
     def _decode_request(self, frame: CapturedFrame, data: bytes) -> None:
+        key, version = frame.api_key, frame.api_version
+        clean = None if key is None or version is None else _clean(data, key, version, True)
+        if clean is not None:
+            frame.header_version, frame.header, frame.body = clean
+            return
         strict = self.strict
         try:
             req: Frame = decode_request(data, strict=strict)
@@ -198,6 +255,10 @@ class FrameDecoder:
         return frame
 
     def _decode_response(self, frame: CapturedFrame, data: bytes, key: int, version: int) -> None:
+        clean = _clean(data, key, version, False)
+        if clean is not None:
+            frame.header_version, frame.header, frame.body = clean
+            return
         strict = self.strict
         resp: Frame | None = None
         error: KcodecError | None = None

@@ -161,6 +161,16 @@ def decode_at(
     return _run_decoder(fn, message_name, buf, pos)
 
 
+def raw_decoder(message_name: str, version: int) -> Callable[[bytes, int, int], tuple[Message, int]]:
+    """The generated decoding function of one message and version itself: ``fn(buf, pos, end)``
+    returns the message read from ``pos`` and the position after it. ``buf`` must be ``bytes``, and
+    what it raises has no message-level context (nor is the garbage collector paused for large
+    bodies): for callers that decode many small bodies and, on any exception, decode the same bytes
+    again with :func:`decode_at` for the error it gives (the capture's frame decoder)."""
+    fn: Callable[[bytes, int, int], tuple[Message, int]] = _decoder_fn(message_name, version)
+    return fn
+
+
 def decoder_at(message_name: str, version: int) -> Callable[[Any, int], tuple[Message, int]]:
     """``decode_at(message_name, version, data, pos)`` bound to one message and version: the decoding
     function is resolved once, not per call (what frame readers use, one call per frame)."""
