@@ -43,6 +43,7 @@ __all__ = [
 ]
 
 _LENGTH = {2: struct.Struct(">h"), 4: struct.Struct(">i")}
+_I32 = _LENGTH[4].unpack_from
 _MAX_STRING = 32767  # compact string lengths above it are refused (Kafka's readString)
 
 
@@ -110,8 +111,26 @@ def _length(buf: Buffer, pos: int, width: int) -> tuple[int, int]:
     return n - 1, pos
 
 
+# The readers below first try the common case in place (a one-byte compact length, or a short int16
+# string length, whose value fits the body and, for text, is valid UTF-8): one call per value, where
+# the general path (which raises every error) takes five. Anything else goes the general way.
+
+
 def read_count(buf: Buffer, pos: int, blen: int, width: int, nullable: bool) -> tuple[int, int]:
     """An array's count (``width``: 0 compact, 4 int32); returns (it, or -1 for null; next pos)."""
+    if not width:
+        if pos < len(buf):
+            n = buf[pos] - 1
+            if 0 <= n < 127:
+                return n, pos + 1
+    elif width == 4 and pos + 4 <= len(buf):
+        n = _I32(buf, pos)[0]
+        if n >= 0:
+            return n, pos + 4
+    return _count(buf, pos, width, nullable)
+
+
+def _count(buf: Buffer, pos: int, width: int, nullable: bool) -> tuple[int, int]:
     n, pos = _length(buf, pos, width)
     if n < 0:
         if not nullable:
@@ -122,9 +141,24 @@ def read_count(buf: Buffer, pos: int, blen: int, width: int, nullable: bool) -> 
     return n, pos
 
 
+def _short_span(buf: Buffer, pos: int, blen: int, width: int) -> int:
+    """The length of a value whose length prefix at ``pos`` is short (a one-byte compact length, or an
+    int16 below 128) and whose bytes fit before ``blen``; -2 if the prefix is anything else."""
+    if pos + 1 < blen:
+        if not width:
+            n = buf[pos] - 1
+            if 0 <= n < 127 and pos + 1 + n <= blen:
+                return n
+        elif width == 2 and not buf[pos]:
+            n = buf[pos + 1]
+            if n < 128 and pos + 2 + n <= blen:
+                return n
+    return -2
+
+
 def _span(buf: Buffer, pos: int, blen: int, width: int, nullable: bool, string: bool) -> tuple[int, int]:
     """The value bytes after a length prefix at ``pos``: (their start, their length; -1 for null)."""
-    n, pos = read_count(buf, pos, blen, width, nullable)
+    n, pos = _count(buf, pos, width, nullable)
     if n < 0:
         return pos, -1
     if string and not width and n > _MAX_STRING:
@@ -144,24 +178,60 @@ def _text(buf: Buffer, pos: int, n: int) -> str:
 def read_string(buf: Buffer, pos: int, blen: int, width: int) -> tuple[str, int]:
     """A string that is not nullable, with its length prefix (``width``: 0 compact, 2 int16); returns
     (it, the position after it)."""
+    n = _short_span(buf, pos, blen, width)
+    if n >= 0:
+        start = pos + (2 if width else 1)
+        try:
+            return str(buf[start : start + n], "utf-8"), start + n
+        except UnicodeDecodeError:
+            pass  # (the general path names it)
     pos, n = _span(buf, pos, blen, width, False, True)
     return _text(buf, pos, n), pos + n
 
 
 def read_nullable_string(buf: Buffer, pos: int, blen: int, width: int) -> tuple[str | None, int]:
     """A nullable string, as ``read_string``; None for null."""
+    n = _short_span(buf, pos, blen, width)
+    if n >= 0:
+        start = pos + (2 if width else 1)
+        try:
+            return str(buf[start : start + n], "utf-8"), start + n
+        except UnicodeDecodeError:
+            pass  # (the general path names it)
+    elif not width and pos < len(buf) and buf[pos] == 0:
+        return None, pos + 1
     pos, n = _span(buf, pos, blen, width, True, True)
     return (None, pos) if n < 0 else (_text(buf, pos, n), pos + n)
 
 
 def read_blob(buf: Buffer, pos: int, blen: int, width: int) -> tuple[bytes, int]:
     """Bytes that are not nullable, with their length prefix (``width``: 0 compact, 4 int32)."""
+    if not width and pos < len(buf):
+        n = buf[pos] - 1
+        if 0 <= n < 127 and pos + 1 + n <= blen:
+            return bytes(buf[pos + 1 : pos + 1 + n]), pos + 1 + n
+    elif width == 4 and pos + 4 <= len(buf):
+        n = _I32(buf, pos)[0]
+        if n >= 0 and pos + 4 + n <= blen:
+            return bytes(buf[pos + 4 : pos + 4 + n]), pos + 4 + n
     pos, n = _span(buf, pos, blen, width, False, False)
     return bytes(buf[pos : pos + n]), pos + n
 
 
 def read_nullable_blob(buf: Buffer, pos: int, blen: int, width: int) -> tuple[bytes | None, int]:
     """Nullable bytes, as ``read_blob``; None for null."""
+    if not width and pos < len(buf):
+        n = buf[pos] - 1
+        if n < 0:
+            return None, pos + 1
+        if n < 127 and pos + 1 + n <= blen:
+            return bytes(buf[pos + 1 : pos + 1 + n]), pos + 1 + n
+    elif width == 4 and pos + 4 <= len(buf):
+        n = _I32(buf, pos)[0]
+        if n == -1:
+            return None, pos + 4
+        if n >= 0 and pos + 4 + n <= blen:
+            return bytes(buf[pos + 4 : pos + 4 + n]), pos + 4 + n
     pos, n = _span(buf, pos, blen, width, True, False)
     return (None, pos) if n < 0 else (bytes(buf[pos : pos + n]), pos + n)
 
