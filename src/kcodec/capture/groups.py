@@ -145,14 +145,19 @@ def embedded_topics(embedded: tuple[EmbeddedValue, ...]) -> list[tuple[str, list
     return list(out.items())
 
 
-@dataclass(frozen=True, slots=True)
 class _Asked:
-    """What a group request said, for its response."""
+    """What a group request said, for its response (a plain class: one is made per group request, and
+    compiled, a frozen dataclass's fields are set through ``object.__setattr__``)."""
 
-    groups: tuple[str, ...]
-    member: str | None
-    protocol_type: str | None
-    generation: int | None
+    __slots__ = ("generation", "groups", "member", "protocol_type")
+
+    def __init__(
+        self, groups: tuple[str, ...], member: str | None, protocol_type: str | None, generation: int | None
+    ) -> None:
+        self.groups = groups
+        self.member = member
+        self.protocol_type = protocol_type
+        self.generation = generation
 
 
 def _s(value: object) -> str | None:

@@ -102,10 +102,6 @@ _U16: Final = struct.Struct(">H")
 # offset, TCP flags
 _ETH_IPV4_TCP: Final = struct.Struct(">12xHBxH2xHxB2x4s4sHHIIBB")
 _ETH_IPV4_TCP_SIZE: Final = _ETH_IPV4_TCP.size
-# the same headers without the sequence numbers, the addresses and ports as one 12-byte key (what a
-# record maker asks first: most of a shard's records are other shards' segments, which need no more)
-_ETH_IPV4_TCP_PROBE: Final = struct.Struct(">12xHBxH2xHxB2x12s8xBB")
-_SEQ_ACK: Final = struct.Struct(">II")
 _TCP: Final = struct.Struct(">HHII")
 _ETH_IPV4: Final = 0x0800
 _ETH_IPV6: Final = 0x86DD
@@ -429,42 +425,55 @@ def _segment_maker(
     true) and :func:`segment_facts_maker` (``copy`` false: the payload's length is passed instead of
     its bytes): :func:`_segment` with the common Ethernet/IPv4/TCP case inline (one call per
     packet), IP fragments counted in ``seen``; ``pick`` as :func:`iter_some_segments` has it."""
-    probe, seq_ack, names_get = _ETH_IPV4_TCP_PROBE.unpack_from, _SEQ_ACK.unpack_from, _names_by_ends.get
+    names_by_ends = _names_by_ends
 
     def make(
         index: int, offset: int, ts: float, linktype: int, buf: bytes, start: int, stop: int, data_offset: int
     ) -> _T | float | None:
         seen.last_ts = ts
-        if linktype == _DLT_EN10MB and stop - start >= _ETH_IPV4_TCP_SIZE:
-            # (typed, as in packets: a compiled build compares and adds machine numbers)
-            probed: tuple[int, int, int, int, int, bytes, int, int] = probe(buf, start)
-            etype, vihl, total, frag, proto, ends, off, flags = probed
-            if etype == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF and off >= 0x50:
-                n = stop - start
-                end = 14 + total if total >= 20 else n  # total 0: TSO-offloaded capture
-                if end > n:
-                    end = n
-                at = 34 + (off >> 4) * 4
-                if end - 34 < 20:
-                    return None
-                if at >= end and not keep_acks and not flags & 0x07:  # no data, no SYN, FIN, RST
-                    return None
-                names = names_get(ends)
-                if names is None:
-                    names = _names_of_ends(ends)
-                key, src, dst = names
-                if pick is not None:
-                    picked = pick(key, end - at if at < end else 0, ts)
-                    if picked is not True:
-                        return picked
-                seq, ack = seq_ack(buf, start + 38)
-                payload: bytes | int
-                if at < end:
-                    payload = buf[start + at : start + end] if copy else end - at
-                    po = data_offset + at if data_offset >= 0 else -1
-                else:
-                    payload, po = b"" if copy else 0, -1
-                return build(key, src, dst, seq, ack, flags, ts, payload, file, index, offset, po)
+        # the Ethernet/IPv4/TCP fields read byte by byte: compiled, an index into bytes is a machine
+        # operation, where a struct's unpack_from is a call that parses its arguments
+        if (
+            linktype == _DLT_EN10MB
+            and stop - start >= _ETH_IPV4_TCP_SIZE
+            and buf[start + 12] == 8  # EtherType 0x0800: IPv4
+            and buf[start + 13] == 0
+            and buf[start + 14] == 0x45  # version 4, a 20-byte header
+            and buf[start + 23] == 6  # TCP
+            and not buf[start + 20] & 0x3F  # neither a fragment (offset) nor more fragments to come
+            and not buf[start + 21]
+            and buf[start + 46] >= 0x50  # a TCP header of at least 20 bytes
+        ):
+            total = buf[start + 16] << 8 | buf[start + 17]
+            off, flags = buf[start + 46], buf[start + 47]
+            n = stop - start
+            end = 14 + total if total >= 20 else n  # total 0: TSO-offloaded capture
+            if end > n:
+                end = n
+            at = 34 + (off >> 4) * 4
+            if end - 34 < 20:
+                return None
+            if at >= end and not keep_acks and not flags & 0x07:  # no data, no SYN, FIN, RST
+                return None
+            ends = buf[start + 26 : start + 38]
+            names = names_by_ends.get(ends)
+            if names is None:
+                names = _names_of_ends(ends)
+            key, src, dst = names
+            if pick is not None:
+                picked = pick(key, end - at if at < end else 0, ts)
+                if picked is not True:
+                    return picked
+            i = start + 38
+            seq = buf[i] << 24 | buf[i + 1] << 16 | buf[i + 2] << 8 | buf[i + 3]
+            ack = buf[i + 4] << 24 | buf[i + 5] << 16 | buf[i + 6] << 8 | buf[i + 7]
+            payload: bytes | int
+            if at < end:
+                payload = buf[start + at : start + end] if copy else end - at
+                po = data_offset + at if data_offset >= 0 else -1
+            else:
+                payload, po = b"" if copy else 0, -1
+            return build(key, src, dst, seq, ack, flags, ts, payload, file, index, offset, po)
         try:
             seg = _segment(linktype, buf, start, stop, ts, file, index, offset, data_offset, keep_acks)
         except _Fragment:

@@ -165,15 +165,21 @@ class TableWriter:
         if cell is None:
             cell = self._api_cell(f)
         if f.direction == "response":
-            arrow = "<- "
+            arrow = " <- "
             if f.latency is not None:
-                parts = [*parts, ("dim", f"({f.latency * 1000:.1f} ms)")]
+                parts = [*parts, ("dim", "(%.1f ms)" % (f.latency * 1000))]
         else:
-            arrow = "-> "
+            arrow = " -> "
         corr = "" if f.correlation_id is None else str(f.correlation_id)
         size = "?" if f.size is None else str(f.size)
-        # (what _head gives, with the API column's text padded once per API and version)
-        return f"{clock(f.timestamp):<12} ", f" {arrow}{cell} {corr:>6} {size:>7}  ", parts
+        ts = clock(f.timestamp)
+        # (what _head gives, padded by hand: a format spec costs a method call per cell in the compiled
+        # build; the API column's text is padded once per API and version)
+        return (
+            ts + " " * (12 - len(ts)) + " ",
+            arrow + cell + " " + " " * (6 - len(corr)) + corr + " " + " " * (7 - len(size)) + size + "  ",
+            parts,
+        )
 
     def issue(self, ev: CaptureIssue) -> None:
         self.note(ev.timestamp, ev.connection, "!!", ev.kind, ev.message, ev.length)

@@ -88,12 +88,15 @@ def _errors(codes: list[tuple[int, str]], names: dict[str, str]) -> list[Part]:
     return out
 
 
+_SOFTWARE: Final = ("client_software_name", "client_software_version")
+
+
 def _keys(frame: CapturedFrame, facts: Facts) -> list[Part]:
-    values = dict(facts.values)
+    values: dict[str, Any] = facts.values  # (typed: a compiled build walks it as a dict)
     out: list[Part] = []
-    name = values.pop("client_software_name", None)
-    version = values.pop("client_software_version", None)
+    name = values.get("client_software_name")
     if name is not None:
+        version = values.get("client_software_version")
         out.append(("", f"software {name} {version or ''}".rstrip()))
     if frame.message_name == "MetadataRequest":
         topics = getattr(frame.body, "topics", None)
@@ -103,6 +106,8 @@ def _keys(frame: CapturedFrame, facts: Facts) -> list[Part]:
             out.append(("", "no topics (brokers only)"))
     for key, value in values.items():
         if value is None or value == "" or (key in ("acks", "isolation_level", "session_id") and value == 0):
+            continue
+        if key in _SOFTWARE:
             continue
         if key in _NONE_WHEN_MINUS_ONE and value == -1:
             continue
