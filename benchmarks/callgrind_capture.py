@@ -5,12 +5,15 @@ test; needs valgrind).
     python benchmarks/callgrind_capture.py [--workload small|large] [--mb 1] [--capture FILE]
                                            [--modes table,--json,--summary] [--no-tshark] [--json]
 
-Each command runs under ``valgrind --tool=callgrind`` on the capture and on an empty capture (a pcap
-header only); instructions per frame are the difference over the capture's Kafka frames, so that the
-start-up (Python's, the imports; tshark's dissector tables) is left out. The capture is a small one
-of the workload (callgrind runs a program some 50 times slower): the small-frame workload's first
-``--mb`` MB, or two whole connections of the large-frame workload (a connection is what the
-workload's frames average over). kcodec is the build installed in the Python that runs this script.
+Each command runs under ``valgrind --tool=callgrind`` on two captures of the workload, one three
+times the other's size; instructions per frame are the difference in instructions over the
+difference in Kafka frames: what one more frame costs, as it does in a capture of many megabytes,
+with every fixed cost left out (the start-up of Python and its imports, tshark's dissector tables,
+and the codecs a capture's first frame of each API imports). The captures are small ones of the
+workload (callgrind runs a program some 50 times slower): the small-frame workload's first ``--mb``
+and ``3 * --mb`` MB, or two and six whole connections of the large-frame workload (a connection is
+what the workload's frames average over). ``--capture FILE`` counts one capture against an empty one
+(a pcap header) instead. kcodec is the build installed in the Python that runs this script.
 """
 
 from __future__ import annotations
@@ -36,12 +39,12 @@ from pcap_build import Conversation, pcap_header, pcap_record  # noqa: E402
 MODES = {"table": [], "--json": ["--json"], "--summary": ["--summary"]}
 
 
-def _large(path: Path) -> int:
-    """Two whole connections of the large-frame workload; the frames written."""
+def _large(path: Path, connections: int = 2) -> int:
+    """Whole connections of the large-frame workload; the frames written."""
     rng = random.Random(9092)
     convs = []
     frames = 0
-    for i in range(2):
+    for i in range(connections):
         conv = Conversation((f"10.20.0.{1 + i}", 40000 + i), ("10.20.1.1", 9092), step=0.00002).open()
         for req, resp in capture_workload._session(rng, 40):
             conv.request(req)
@@ -80,41 +83,46 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED")}
+    env["PYTHONHASHSEED"] = "1"  # (the same dict and set layouts in every run)
     kcodec = [sys.executable, "-m", "kcodec.cli", "decode-capture"]
     figures: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        empty = Path(tmp) / "empty.pcap"
-        empty.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
-        path = args.capture or Path(tmp) / "capture.pcap"
-        if args.capture is None and args.workload == "large":
-            _large(path)
-        elif args.capture is None:
-            write_small_capture(path, args.mb)
-        frames = _frames(path)
+        small, big = Path(tmp) / "small.pcap", Path(tmp) / "big.pcap"
+        if args.capture is not None:  # one capture against an empty one
+            small.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
+            big = args.capture
+        elif args.workload == "large":
+            _large(small, 2)
+            _large(big, 6)
+        else:
+            write_small_capture(small, args.mb)
+            write_small_capture(big, 3 * args.mb)
+        counts = (0 if args.capture is not None else _frames(small), _frames(big))
+        frames = counts[1] - counts[0]
         commands = {f"kcodec {m} -j 1": [*kcodec, "{}", *MODES[m], "-j", "1"] for m in args.modes.split(",")}
         if not args.no_tshark:
             commands["tshark -T json"] = ["tshark", "-r", "{}", "-d", "tcp.port==9092,kafka", "-T", "json"]
         for name, cmd in commands.items():
             if name.startswith("kcodec"):  # (.pyc files written before counting)
                 subprocess.run(
-                    [c.replace("{}", str(path)) for c in cmd] + ["-c", "1"], env=env, capture_output=True
+                    [c.replace("{}", str(big)) for c in cmd] + ["-c", "1"], env=env, capture_output=True
                 )
             runs = [
                 instructions([c.replace("{}", str(p)) for c in cmd], Path(tmp) / "cg.out", env)
-                for p in (path, empty)
+                for p in (small, big)
             ]
             figures[name] = {
-                "total": runs[0],
-                "empty": runs[1],
-                "per_frame": round((runs[0] - runs[1]) / frames),
+                "small": runs[0],
+                "big": runs[1],
+                "per_frame": round((runs[1] - runs[0]) / frames),
             }
     if args.json:
-        print(json.dumps({"frames": frames, "commands": figures}, indent=1))
+        print(json.dumps({"frames": list(counts), "commands": figures}, indent=1))
         return 0
-    print(f"{frames} Kafka frames; instructions counted by callgrind")
-    print(f"{'command':<24} {'per frame':>12} {'run':>15} {'empty capture':>15}")
+    print(f"{counts[0]} and {counts[1]} Kafka frames; instructions counted by callgrind")
+    print(f"{'command':<24} {'per frame':>12} {'smaller capture':>16} {'larger capture':>16}")
     for name, f in figures.items():
-        print(f"{name:<24} {f['per_frame']:>12,} {f['total']:>15,} {f['empty']:>15,}")
+        print(f"{name:<24} {f['per_frame']:>12,} {f['small']:>16,} {f['big']:>16,}")
     return 0
 
 
