@@ -1,9 +1,11 @@
 """The Spark job: input files -> segment positions -> events -> Parquet tables and aggregates.
 
-1. list the inputs and plan byte-range splits (:mod:`~kcodec.pipeline.inputs`); one task per split
-   reads it into records of TCP segments packed per connection, each segment with the *position*
-   of its payload in the file (:mod:`~kcodec.pipeline.scan`), written to a stash file under the
-   output folder; the task returns an index of them (:mod:`~kcodec.pipeline.stash`);
+1. list the inputs and plan byte-range splits (:mod:`~kcodec.pipeline.inputs`), dealt into a few
+   tasks per core of about equal bytes (:func:`~kcodec.pipeline.balance.scan_groups`: small files
+   share a task); a task reads each of its splits into records of TCP segments packed per
+   connection, each segment with the *position* of its payload in the file
+   (:mod:`~kcodec.pipeline.scan`), written to a stash file under the output folder; the task
+   returns an index of them (:mod:`~kcodec.pipeline.stash`);
 2. the driver weighs the records per connection key, deals the keys into partitions of about
    equal weight (:mod:`~kcodec.pipeline.balance`) and sorts each partition's references by capture
    order;
@@ -39,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from kcodec.capture import DEFAULT_PORTS
 from kcodec.pipeline.aggregates import aggregate_tables, arrow_schema, bucket_width
-from kcodec.pipeline.balance import assign_keys, balanced_groups
+from kcodec.pipeline.balance import assign_keys, balanced_groups, scan_groups
 from kcodec.pipeline.decode import Found
 from kcodec.pipeline.inputs import DEFAULT_SPLIT_SIZE, InputFile, list_inputs, splits
 from kcodec.pipeline.outputs import SPILL, Output
@@ -124,7 +126,12 @@ def _decode(
     paths = [f.path for f in sorted(files, key=lambda f: f.order)]
     ports, autodetect, strict = s.ports, s.autodetect, s.strict
     sc = spark.sparkContext
-    stashed = sc.parallelize(plan, len(plan)).map(lambda split: stash_task(split, out, run, done)).collect()
+    groups = scan_groups(plan, sc.defaultParallelism, s.split_size)
+    stashed = (
+        sc.parallelize(groups, len(groups))
+        .map(lambda group: [ref for split in group for ref in stash_task(split, out, run, done)])
+        .collect()
+    )
     tracker.stage = 1
     refs = [ref for task_refs in stashed for ref in task_refs]
     assignment = assign_keys(weigh(refs), s.partitions)
