@@ -75,6 +75,12 @@ class _Quantiles:
     def add(self, value: float) -> None:
         self.sketch.update(value)
 
+    def add_all(self, values: list[float]) -> None:
+        """Add ``values`` in their order (one call into the sketch for them all)."""
+        import numpy as np
+
+        self.sketch.update(np.array(values, dtype=np.float64))
+
     def merge(self, other: _Quantiles) -> None:
         self.sketch.merge(other.sketch)
 
@@ -92,10 +98,6 @@ class _Quantiles:
 
         self.k, data = state
         self.sketch = kll_doubles_sketch.deserialize(data)
-
-
-def _frame_bytes(size: int | None) -> int:
-    return size + 4 if size is not None else 0
 
 
 def _span(have: list[Any], t: float, first: int, last: int) -> None:
@@ -220,30 +222,44 @@ class Partials:
             if s is None:
                 s = stats[group] = [0, 0, 0, 0, 0, 0, None, None]
             s[0 if request else 1] += 1
-            s[2 if request else 3] += _frame_bytes(size)
+            if size is not None:
+                s[2 if request else 3] += size + 4  # a frame's bytes: its size field's 4 and the size
             s[4] += bad
             s[5] += odd
-            _span(s, t, 6, 7)
+            if s[6] is None or t < s[6]:
+                s[6] = t
+            if s[7] is None or t > s[7]:
+                s[7] = t
 
     def _latency(self, c: FrameColumns, requests: list[bool]) -> None:
         latency = self.latency
+        added: dict[tuple[Any, ...], list[float]] = {}  # each group's values, in order
         columns = (c["api_key"], c["api_name"], c["api_version"], c["latency"])
         for key, name, version, seconds, request in zip(*columns, requests, strict=True):
             if request or seconds is None:
                 continue
-            ms = seconds * 1000.0
             group = (key, name, version)
+            values = added.get(group)
+            if values is None:
+                values = added[group] = []
+            values.append(seconds * 1000.0)
+        for group, values in added.items():
             q = latency.get(group)
             if q is None:
-                q = latency[group] = [0, 0.0, ms, _Quantiles(LATENCY_K)]
-            q[0] += 1
-            q[1] += ms
-            q[2] = max(q[2], ms)
-            q[3].add(ms)
+                q = latency[group] = [0, 0.0, values[0], _Quantiles(LATENCY_K)]
+            total = q[1]
+            for ms in values:  # summed one by one, in order (as row by row)
+                total += ms
+            q[0] += len(values)
+            q[1] = total
+            q[2] = max(q[2], *values)
+            q[3].add_all(values)
 
     def _errors(self, c: FrameColumns) -> None:
         errors = self.errors
         for name, found, t in zip(c["api_name"], c["errors"], c["time"], strict=True):
+            if not found:
+                continue
             seen: set[tuple[Any, ...]] = set()
             for e in found:
                 key = (name, e[_E_TOPIC], e[_E_CODE], e[_E_NAME])
@@ -278,6 +294,7 @@ class Partials:
 
     def _timeline(self, c: FrameColumns, requests: list[bool]) -> None:
         timeline, width, floor = self.timeline, self.width, math.floor
+        added: dict[tuple[float, str], list[float]] = {}  # the values for each bucket's sketch, in order
         columns = (c["time"], c["api_name"], c["size"], c["errors"], c["latency"])
         for t, name, size, errors, seconds, request in zip(*columns, requests, strict=True):
             key = (floor(t / width) * width, name or "unknown")
@@ -285,10 +302,16 @@ class Partials:
             if b is None:
                 b = timeline[key] = [0, 0, 0, 0, _Quantiles(TIMELINE_K)]
             b[0 if request else 1] += 1
-            b[2] += _frame_bytes(size)
+            if size is not None:
+                b[2] += size + 4  # a frame's bytes: its size field's 4 and the size
             b[3] += bool(errors)
             if seconds is not None:
-                b[4].add(seconds * 1000.0)
+                values = added.get(key)
+                if values is None:
+                    values = added[key] = []
+                values.append(seconds * 1000.0)
+        for key, values in added.items():
+            timeline[key][4].add_all(values)
 
     def _fencing(
         self, c: FrameColumns, requests: list[bool], pending: dict[tuple[Any, ...], list[tuple[Any, ...]]]
@@ -296,19 +319,22 @@ class Partials:
         """Leader epochs stated, and fencing answers matched with their requests' partitions."""
         columns = (c["connection"], c["correlation_id"], c["partitions"], c["errors"])
         for i, (conn, correlation, partitions, errors) in enumerate(zip(*columns, strict=True)):
-            if partitions and any(
-                p[_P_EPOCH] is not None and p[_P_EPOCH] > NO_LEADER_EPOCH for p in partitions
-            ):
-                self._stated(c, i, partitions)
-            if requests[i]:
-                if partitions and conn is not None:
-                    asked = [(p[_P_TOPIC], p[_P_PARTITION], p[_P_CURRENT]) for p in partitions]
-                    pending[(conn, correlation)] = asked
+            if partitions:
+                for p in partitions:
+                    epoch = p[_P_EPOCH]
+                    if epoch is not None and epoch > NO_LEADER_EPOCH:
+                        self._stated(c, i, partitions)
+                        break
+                if requests[i]:
+                    if conn is not None:
+                        pending[(conn, correlation)] = partitions  # the request's entries, as they are
+                    continue
+            elif requests[i]:
                 continue
-            was_asked = pending.pop((conn, correlation), [])
+            was_asked = pending.pop((conn, correlation), None)
             for e in errors:
                 if e[_E_CODE] in FENCING_CODES and e[_E_PARTITION] is not None:
-                    self._fenced(c, i, e, was_asked)
+                    self._fenced(c, i, e, was_asked or [])
 
     def _stated(self, c: FrameColumns, i: int, partitions: list[tuple[Any, ...]]) -> None:
         who = (c["api_name"][i], c["client"][i], c["server"][i], c["client_id"][i])
@@ -320,7 +346,9 @@ class Partials:
 
     def _fenced(self, c: FrameColumns, i: int, e: tuple[Any, ...], asked: list[tuple[Any, ...]]) -> None:
         topic, partition = e[_E_TOPIC], e[_E_PARTITION]
-        current = next((v for t, p, v in asked if t == topic and p == partition), None)
+        current = next(
+            (p[_P_CURRENT] for p in asked if p[_P_TOPIC] == topic and p[_P_PARTITION] == partition), None
+        )
         self.fenced.append(
             {
                 "time": c["time"][i],
