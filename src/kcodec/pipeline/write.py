@@ -337,11 +337,27 @@ def _timeline_columns(frames: Any) -> dict[str, list[Any]]:
 _PLAIN_COLUMNS = frozenset({"header", "body"})
 
 
-#: Compression of the ``frames`` files: zstd at one of its fast levels. Measured on the JSON columns
-#: of the 64 MB benchmark capture (90 MB of text): Parquet's usual snappy wrote 51.5 MB in 0.239 CPU-s
-#: (read back in 0.146); zstd at -3 wrote 52.9 MB in 0.149 (read 0.058); at 1, 33.7 MB in 0.234
-#: (read 0.084). Every Parquet reader (Spark, pyarrow, DuckDB, pandas) reads zstd whatever the level.
-FRAMES_COMPRESSION = ("zstd", -3)
+#: Compression of the ``frames`` files: zstd at one of its fast levels, -7. Zstd's work grows with
+#: the level and the files shrink with it, more on compressible JSON than on payloads of random
+#: bytes (base64 in the JSON). Counted in instructions to write the frames of three inputs (beyond
+#: writing them uncompressed), and the files' MB:
+#:
+#: ==========  ==================  =====================  =============
+#: codec       12.5 MB, random     5.8 MB, compressible   test captures
+#: ==========  ==================  =====================  =============
+#: none        0 G, 15.59 MB       0 G, 8.52 MB           1.41 MB
+#: zstd -3     0.198 G, 13.56 MB   0.117 G, 4.86 MB       0.75 MB
+#: zstd -7     0.118 G, 12.95 MB   0.070 G, 5.23 MB       0.78 MB
+#: zstd -10    0.090 G, 12.56 MB   0.081 G, 5.66 MB       0.79 MB
+#: zstd -20    0.077 G, 12.60 MB   0.053 G, 5.99 MB       0.84 MB
+#: zstd 1      0.445 G, 10.06 MB   0.216 G, 3.11 MB       0.73 MB
+#: lz4_raw     0.157 G, 14.39 MB   0.127 G, 4.95 MB       0.72 MB
+#: snappy      0.048 G, 15.10 MB   0.084 G, 4.72 MB       0.75 MB
+#: ==========  ==================  =====================  =============
+#:
+#: (Zstd -3 was 13 % of the whole pipeline's instructions on the first input, -7 is 8 %.) Every
+#: Parquet reader (Spark, pyarrow, DuckDB, pandas) reads zstd whatever the level.
+FRAMES_COMPRESSION = ("zstd", -7)
 
 
 def _frames_options() -> dict[str, Any]:
