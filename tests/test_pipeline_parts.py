@@ -295,6 +295,30 @@ def test_partials_merge_to_the_tables_of_all_rows_at_once() -> None:
             assert tables[name] == whole[name], name
 
 
+def test_partials_folded_before_numbering_resolve_to_the_tables_of_the_final_rows() -> None:
+    """Stage 2 folds frames whose connections are (key, local number) and whose topics may be ids;
+    resolved with the numbers and names the job finds, the tables are those of the final rows."""
+    rows = _rows(400, random.Random(5))
+    numbers = {("10.0.0.1:1 10.0.0.2:9092", n): 10 + n for n in range(1, 6)}
+    identity = {number: key for key, number in numbers.items()}
+    directory = {"id-a": "a"}  # topic "a" named by its id in stage 2
+
+    def raw(row: dict[str, Any]) -> dict[str, Any]:
+        ids = {"a": "id-a"}
+        return {
+            **row,
+            "connection": identity[row["connection"] + 10],
+            "partitions": [{**p, "topic": ids.get(p["topic"], p["topic"])} for p in row["partitions"]],
+            "errors": [{**e, "topic": ids.get(e["topic"], e["topic"])} for e in row["errors"]],
+        }
+
+    final = [{**r, "connection": r["connection"] + 10} for r in rows]
+    want = aggregate_tables(_fold(final), 3, 1000)
+    assert want["fencing"] and want["errors"] and any(r["topic"] == "a" for r in want["errors"])
+    got = aggregate_tables(_fold([raw(r) for r in rows]).resolved(numbers, directory), 3, 1000)
+    assert got == want
+
+
 def test_class_data_sharing_archive_is_written_once_then_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
