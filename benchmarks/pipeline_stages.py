@@ -44,6 +44,8 @@ def _cpu() -> float:
 
 def _as_a_worker() -> None:
     """Set this process up as :mod:`kcodec.pipeline.daemon` sets up a worker before it forks it."""
+    import pyspark.worker  # noqa: F401  (the daemon imports it; the stages' tasks import from pyspark)
+
     import kcodec.pipeline.daemon as daemon
     import kcodec.pipeline.scan
     import kcodec.pipeline.spill
@@ -102,9 +104,9 @@ def _stages(folder: Path, out_dir: Path, profile: str) -> dict[str, float]:
 
     results = stage("stage2", decode)
     found = Found()
-    for _part, _spill, task_found, _bytes in results:
+    for _part, _spill, task_found, _bytes, _partials in results:
         found.merge(task_found)
-    spills = [(part, spill) for part, spill, _, _ in results if spill]
+    spills = [(part, spill) for part, spill, _, _, _ in results if spill]
     width = bucket_width((found.last_time or 0.0) - (found.first_time or 0.0))
     stage("stage3", lambda: list(write_task(spills, out, found.numbers(), found.directory(), width)))
     cpu["frames"] = found.frames

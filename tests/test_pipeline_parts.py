@@ -14,7 +14,13 @@ import pytest
 pytest.importorskip("datasketches", reason="the pipeline needs pip install -e '.[spark]'")
 
 from kcodec.pipeline.aggregates import aggregate_tables
-from kcodec.pipeline.balance import assign_keys, balanced_groups, key_weights
+from kcodec.pipeline.balance import (
+    SCAN_TASKS_PER_CORE,
+    assign_keys,
+    balanced_groups,
+    key_weights,
+    scan_groups,
+)
 from kcodec.pipeline.daemon import without_bundled_zips
 from kcodec.pipeline.job import PARTITION_BYTES, default_partitions
 from kcodec.pipeline.partials import Partials
@@ -289,6 +295,30 @@ def test_partials_merge_to_the_tables_of_all_rows_at_once() -> None:
             assert tables[name] == whole[name], name
 
 
+def test_partials_folded_before_numbering_resolve_to_the_tables_of_the_final_rows() -> None:
+    """Stage 2 folds frames whose connections are (key, local number) and whose topics may be ids;
+    resolved with the numbers and names the job finds, the tables are those of the final rows."""
+    rows = _rows(400, random.Random(5))
+    numbers = {("10.0.0.1:1 10.0.0.2:9092", n): 10 + n for n in range(1, 6)}
+    identity = {number: key for key, number in numbers.items()}
+    directory = {"id-a": "a"}  # topic "a" named by its id in stage 2
+
+    def raw(row: dict[str, Any]) -> dict[str, Any]:
+        ids = {"a": "id-a"}
+        return {
+            **row,
+            "connection": identity[row["connection"] + 10],
+            "partitions": [{**p, "topic": ids.get(p["topic"], p["topic"])} for p in row["partitions"]],
+            "errors": [{**e, "topic": ids.get(e["topic"], e["topic"])} for e in row["errors"]],
+        }
+
+    final = [{**r, "connection": r["connection"] + 10} for r in rows]
+    want = aggregate_tables(_fold(final), 3, 1000)
+    assert want["fencing"] and want["errors"] and any(r["topic"] == "a" for r in want["errors"])
+    got = aggregate_tables(_fold([raw(r) for r in rows]).resolved(numbers, directory), 3, 1000)
+    assert got == want
+
+
 def test_class_data_sharing_archive_is_written_once_then_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -328,6 +358,21 @@ def test_spill_files_are_dealt_into_groups_of_about_equal_bytes() -> None:
     assert all(g == sorted(g) for g in groups)  # each group keeps the items' order
     assert balanced_groups(sizes, 10) == [[x] for x, _ in sizes]  # no more groups than items
     assert balanced_groups(sizes[:1], 0) == [["a"]] and balanced_groups([], 2) == []
+
+
+def test_small_files_share_a_scan_task_and_large_files_keep_one_per_split() -> None:
+    from kcodec.pipeline.inputs import InputFile, splits
+
+    rotated = [InputFile(f"capture.pcap{i}", 12_500_000, i) for i in range(16)]  # 200 MB in 16 files
+    for cores in (1, 2):
+        groups = scan_groups(splits(rotated, 128 << 20), cores, 128 << 20)
+        assert len(groups) == SCAN_TASKS_PER_CORE * cores
+        assert sorted(split[0] for g in groups for split in g) == sorted(f.path for f in rotated)
+        assert {len(g) for g in groups} == {16 // len(groups)}  # equal bytes
+    big = splits([InputFile("big.pcap", 1_000_000_000, 0)], 128 << 20)
+    assert scan_groups(big, 2, 128 << 20) == [[split] for split in big]  # 8 splits of 128 MB at most
+    one = splits([InputFile("one.pcap", 1000, 0)], 128 << 20)
+    assert scan_groups(one, 4, 128 << 20) == [one]  # no more tasks than splits
 
 
 def test_connection_keys_are_dealt_heaviest_partition_first() -> None:

@@ -7,6 +7,9 @@
   are the lightest. With connections hashed to partitions instead, the busier of 2 cores got
   1.06x its even share of the benchmark's stage 2 (10 partitions of its 64 connections), and 1.12x
   with 4 partitions per core.
+- Stage 1's tasks: the input's byte-range splits by bytes (:func:`scan_groups`): a task costs the
+  JVM about 45 ms of CPU besides its work, more than scanning a 5 MB split, so many small files
+  are not one task each.
 - Stage 3's tasks: spill files by bytes (:func:`balanced_groups`).
 
 Both deal the largest item first to the group with the least weight so far (longest processing
@@ -19,7 +22,14 @@ import heapq
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["SEGMENT_WEIGHT", "assign_keys", "balanced_groups", "key_weights"]
+__all__ = [
+    "SCAN_TASKS_PER_CORE",
+    "SEGMENT_WEIGHT",
+    "assign_keys",
+    "balanced_groups",
+    "key_weights",
+    "scan_groups",
+]
 
 T = TypeVar("T")
 
@@ -73,3 +83,19 @@ def balanced_groups(sizes: Sequence[tuple[T, int]], groups: int) -> list[list[T]
     dealt = _deal([size for _, size in sizes], min(groups, len(sizes)))
     ordered = sorted((sorted(group) for group in dealt if group), key=lambda group: group[0])
     return [[sizes[k][0] for k in group] for group in ordered]
+
+
+#: Stage-1 tasks per core at least (when the input has as many splits), so that the cores finish
+#: the scan together and its progress moves in steps.
+SCAN_TASKS_PER_CORE = 2
+
+
+def scan_groups(plan: Sequence[tuple[Any, ...]], cores: int, split_size: int) -> list[list[Any]]:
+    """Stage 1's splits (``(path, file order, start, end or -1, file size, capture)``) dealt into its
+    tasks, of about equal bytes: one task per ``split_size`` bytes of input, and at least
+    :data:`SCAN_TASKS_PER_CORE` per core, but never more tasks than splits (a large file's splits
+    stay one task each; small files share one)."""
+    sizes = [(split, (split[3] if split[3] >= 0 else split[4]) - split[2]) for split in plan]
+    total = sum(size for _, size in sizes)
+    tasks = max(SCAN_TASKS_PER_CORE * max(cores, 1), -(-total // max(split_size, 1)))
+    return balanced_groups(sizes, tasks)

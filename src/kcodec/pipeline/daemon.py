@@ -9,10 +9,10 @@ shipped inside the pyspark installed in this environment (a pip-installed pyspar
 run), they hold the same files as the installed package: this daemon takes them off ``sys.path``,
 so that pyspark is imported from the installed package, with its compiled bytecode. It then imports
 pyspark's worker and the pipeline's executor-side modules once, before forking the workers, which
-inherit them. That includes the libraries the tasks use, NumPy, pyarrow and pandas (pyarrow imports
-pandas on its first ``pa.array`` when it is installed, as it is with pyspark): about 0.6 CPU-s that
-every worker of a run paid again. The daemon must not have threads of its own when it forks, so it
-imports them with those libraries' background threads off: OpenBLAS's pool
+inherit them. That includes the libraries the tasks use, NumPy, pyarrow, pandas (pyarrow imports
+pandas on its first ``pa.array`` when it is installed, as it is with pyspark) and datasketches:
+about 0.6 CPU-s that every worker of a run paid again. The daemon must not have threads of its
+own when it forks, so it imports them with those libraries' background threads off: OpenBLAS's pool
 (``OPENBLAS_NUM_THREADS=1``; the tasks use no linear algebra) and the background thread of the
 jemalloc linked into pyarrow (``JE_ARROW_MALLOC_CONF``; pyarrow allocates with mimalloc by default).
 The workers inherit those settings (Spark itself runs Python workers with one OpenMP thread), and
@@ -69,10 +69,12 @@ QUIET_THREADS = {"OPENBLAS_NUM_THREADS": "1", "JE_ARROW_MALLOC_CONF": "backgroun
 
 
 def _import_libraries() -> None:
-    """Import NumPy, pyarrow and pandas into the daemon, with their background threads off."""
+    """Import NumPy, pyarrow and pandas into the daemon, with their background threads off, and
+    datasketches (the partial aggregates' latency sketches, made by every stage-2 task)."""
     for name, value in QUIET_THREADS.items():
         os.environ.setdefault(name, value)
     keep_freed_memory()  # before pyarrow loads mimalloc (see kcodec.pipeline.memory)
+    import datasketches  # noqa: F401  (imports NumPy; nothing of pyarrow's)
     import pyarrow as pa
     import pyarrow.compute
     import pyarrow.dataset

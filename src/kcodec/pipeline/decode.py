@@ -32,6 +32,7 @@ from kcodec.pipeline.flatten import (
     pair_struct_fields,
     partition_struct_fields,
 )
+from kcodec.pipeline.partials import AGGREGATE_COLUMNS, Partials
 from kcodec.pipeline.payloads import PayloadReader
 from kcodec.pipeline.scan import Record, unpack
 
@@ -157,6 +158,9 @@ class _Conn:
 
 
 _COLUMN_INDEX = {name: i for i, (name, _) in enumerate(EVENT_COLUMNS)}
+_KEY, _LOCAL = _COLUMN_INDEX["key"], _COLUMN_INDEX["local"]
+#: The aggregates' columns as the events have them (``connection``: from ``key`` and ``local``).
+_FOLDED = tuple(name for name in AGGREGATE_COLUMNS if name != "connection")
 
 
 def _row(values: dict[str, Any]) -> tuple[Any, ...]:
@@ -197,6 +201,9 @@ class _Decoder:
         self.decoder: CaptureDecoder | None = None
         self.conns: dict[int, _Conn] = {}
         self.found = Found()
+        # the aggregates but the timeline, connections named by (key, local)
+        self.partials = Partials(0.0)
+        self.pending: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}  # (see Partials.frames)
 
     def append(self, group: tuple[Any, ...], row: tuple[Any, ...], size: int) -> None:
         """Add a row to the batch of its group (:data:`_ISSUES`, or a frame's API and UTC day)."""
@@ -208,8 +215,16 @@ class _Decoder:
         if rows.full() and group not in self.ready:
             self.ready.append(group)
 
-    def take(self, group: tuple[Any, ...]) -> _Rows:
-        return self.groups.pop(group)
+    def take(self, group: tuple[Any, ...]) -> list[Any]:
+        """The batch of ``group`` as one sequence of values per column, its frames folded into the
+        partials (in the order stage 3 reads them back)."""
+        columns = self.groups.pop(group).columns()
+        if group != _ISSUES:
+            c = {name: columns[_COLUMN_INDEX[name]] for name in _FOLDED}
+            keys, locals_ = columns[_KEY], columns[_LOCAL]
+            c["connection"] = [None if n is None else (k, n) for k, n in zip(keys, locals_, strict=True)]
+            self.partials.frames(c, self.pending, timeline=False)
+        return columns
 
     def start(self, key: str) -> None:
         self.key = key
@@ -345,6 +360,7 @@ class _Decoder:
         )
 
     def _issue_row(self, values: dict[str, Any]) -> None:
+        self.partials.issue(values["issue_kind"], values.get("file"))
         self.append(_ISSUES, _row(values), 256)
 
     def file_issue(self, text: str) -> None:
@@ -399,9 +415,11 @@ def decode_records(
     autodetect: bool = True,
     strict: bool = False,
     found: Found | None = None,
+    partials: Partials | None = None,
 ) -> Iterator[Any]:
     """Stage 2: stage 1's records sorted by their keys in, event batches out. ``paths``: the input
-    files by file order (the payloads are read from them). What was found is merged into ``found``."""
+    files by file order (the payloads are read from them). What was found is merged into ``found``,
+    the frames' and issues' partial aggregates (but the timeline) into ``partials``."""
     import pyarrow as pa
 
     schema = event_arrow_schema()
@@ -409,8 +427,8 @@ def decode_records(
     reader = PayloadReader(paths)
 
     def flush(group: tuple[Any, ...]) -> Any:
-        rows = state.take(group)
-        arrays = [_arrow_column(col, f.name, f.type) for col, f in zip(rows.columns(), schema, strict=True)]
+        columns = state.take(group)
+        arrays = [_arrow_column(col, f.name, f.type) for col, f in zip(columns, schema, strict=True)]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     try:
@@ -440,3 +458,5 @@ def decode_records(
         reader.close()
         if found is not None:
             found.merge(state.found)
+        if partials is not None:
+            partials.merge(state.partials)

@@ -1,23 +1,25 @@
 """The Spark job: input files -> segment positions -> events -> Parquet tables and aggregates.
 
-1. list the inputs and plan byte-range splits (:mod:`~kcodec.pipeline.inputs`); one task per split
-   reads it into records of TCP segments packed per connection, each segment with the *position*
-   of its payload in the file (:mod:`~kcodec.pipeline.scan`), written to a stash file under the
-   output folder; the task returns an index of them (:mod:`~kcodec.pipeline.stash`);
+1. list the inputs and plan byte-range splits (:mod:`~kcodec.pipeline.inputs`), dealt into a few
+   tasks per core of about equal bytes (:func:`~kcodec.pipeline.balance.scan_groups`: small files
+   share a task); a task reads each of its splits into records of TCP segments packed per
+   connection, each segment with the *position* of its payload in the file
+   (:mod:`~kcodec.pipeline.scan`), written to a stash file under the output folder; the task
+   returns an index of them (:mod:`~kcodec.pipeline.stash`);
 2. the driver weighs the records per connection key, deals the keys into partitions of about
    equal weight (:mod:`~kcodec.pipeline.balance`) and sorts each partition's references by capture
    order;
    one task per partition reads the payloads back from the input files and decodes whole
    connections (:mod:`~kcodec.pipeline.decode`), keeps its events in a spill file under the output
    folder and returns what it found: connection starts, topic names, the time span
-   (:mod:`~kcodec.pipeline.spill`);
+   (:mod:`~kcodec.pipeline.spill`), and its partial aggregates but the timeline, folded while its
+   rows were Python values (:mod:`~kcodec.pipeline.partials`);
 3. the driver numbers the connections across the input by their first segment and merges the topic
    names; the spill files are dealt into one task per core, of about equal bytes, and each task
    writes its ``frames`` (partitioned by ``date`` and ``api``) and ``diagnostics`` files and returns
-   its partial aggregates (:mod:`~kcodec.pipeline.write`,
-   :mod:`~kcodec.pipeline.partials`);
-4. the driver merges the partials into the small aggregate tables and writes them
-   (:mod:`~kcodec.pipeline.aggregates`).
+   its part of the timeline (:mod:`~kcodec.pipeline.write`);
+4. the driver merges the partials, puts the connections' numbers and the topics' names in, and
+   turns them into the small aggregate tables and writes them (:mod:`~kcodec.pipeline.aggregates`).
 
 Three Spark jobs in all (stages 1, 2 and 3), on the RDD API, and no shuffle: Spark schedules the
 tasks and carries their small results; no query is planned or compiled, and the segment
@@ -39,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from kcodec.capture import DEFAULT_PORTS
 from kcodec.pipeline.aggregates import aggregate_tables, arrow_schema, bucket_width
-from kcodec.pipeline.balance import assign_keys, balanced_groups
+from kcodec.pipeline.balance import assign_keys, balanced_groups, scan_groups
 from kcodec.pipeline.decode import Found
 from kcodec.pipeline.inputs import DEFAULT_SPLIT_SIZE, InputFile, list_inputs, splits
 from kcodec.pipeline.outputs import SPILL, Output
@@ -114,16 +116,22 @@ class _Settings:
 
 def _decode(
     spark: SparkSession, files: list[InputFile], tracker: ProgressTracker, out: Output, run: str, s: _Settings
-) -> tuple[Found, list[tuple[tuple[int, str], int]]]:
+) -> tuple[Found, list[tuple[tuple[int, str], int]], Partials]:
     """Stages 1 and 2 (two Spark jobs: the scan, whose records are stashed in files and weighed per
     connection key; then the decoding, one task per partition of about equal weight): what the
-    tasks found, merged, and their spill files (``((part, path), bytes)``)."""
+    tasks found, merged, their spill files (``((part, path), bytes)``) and their partial aggregates,
+    merged (connections and topics as stage 2 names them: :meth:`Partials.resolved`)."""
     plan = splits(files, s.split_size)
     done = tracker.callback()
     paths = [f.path for f in sorted(files, key=lambda f: f.order)]
     ports, autodetect, strict = s.ports, s.autodetect, s.strict
     sc = spark.sparkContext
-    stashed = sc.parallelize(plan, len(plan)).map(lambda split: stash_task(split, out, run, done)).collect()
+    groups = scan_groups(plan, sc.defaultParallelism, s.split_size)
+    stashed = (
+        sc.parallelize(groups, len(groups))
+        .map(lambda group: [ref for split in group for ref in stash_task(split, out, run, done)])
+        .collect()
+    )
     tracker.stage = 1
     refs = [ref for task_refs in stashed for ref in task_refs]
     assignment = assign_keys(weigh(refs), s.partitions)
@@ -139,16 +147,19 @@ def _decode(
         )
         .collect()
     )
-    found = Found()
-    for _part, _spill, task_found, _bytes in results:
+    found, partials = Found(), Partials(0.0)
+    for _part, _spill, task_found, _bytes, task_partials in results:
         found.merge(task_found)
-    return found, sorted(((part, spill), nbytes) for part, spill, _, nbytes in results if spill)
+        partials.merge(task_partials)
+    spills = sorted(((part, spill), nbytes) for part, spill, _, nbytes, _ in results if spill)
+    return found, spills, partials
 
 
 def _write(
     spark: SparkSession, out: Output, spills: list[tuple[tuple[int, str], int]], found: Found
 ) -> Partials:
-    """Stage 3 (one Spark job): the frames and diagnostics files; the merged partial aggregates. The
+    """Stage 3 (one Spark job): the frames and diagnostics files; the merged timeline partials (all
+    that stage 2 could not fold: its bucket width depends on the time span of all the frames). The
     spill files are dealt into one task per core, of about equal bytes."""
     span = (found.last_time or 0.0) - (found.first_time or 0.0)
     width = bucket_width(span)
@@ -217,10 +228,11 @@ def run_job(
 
     with ProgressDisplay(tracker, force=bool(progress)) if progress is not False else _Null():
         try:
-            found, spills = _decode(spark, files, tracker, out, run, settings)
+            found, spills, decoded = _decode(spark, files, tracker, out, run, settings)
             phase("read and decode")
             tracker.stage = 2
             partials = _write(spark, out, spills, found)
+            partials.merge(decoded.resolved(found.numbers(), found.directory()))
             phase("write frames and diagnostics")
         except BaseException:
             _remove_spill(out, run)

@@ -1,5 +1,5 @@
 """Stage 3 on the executors: one task's spilled events -> its ``frames`` and ``diagnostics`` files,
-and its partial aggregates.
+and its part of the timeline.
 
 Once stage 2 is done the driver knows every connection's number and every topic name stated; the
 spill files are dealt into one group per core, of about equal bytes
@@ -13,10 +13,12 @@ is a Spark task and a Parquet file per folder), and each stage-3 task reads its 
 - adds ``ts``, ``date`` and ``api`` and writes the frames with pyarrow, in ``date=.../api=...``
   folders (the layout of a Spark table partitioned by ``date`` and ``api``), and the issues and
   flagged frames as ``diagnostics``;
-- folds the rows into :class:`~kcodec.pipeline.partials.Partials`, returned to the driver.
+- folds the frames' time, API, size, latency, direction and whether they carry errors into the
+  timeline of a :class:`~kcodec.pipeline.partials.Partials`, returned to the driver (its bucket
+  width depends on the time span of all the frames; the other aggregates were folded by stage 2).
 
 The header and body JSON columns are passed from the spill to Parquet as Arrow arrays, never turned
-into Python strings.
+into Python strings, nor are the nested columns.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from kcodec.capture.record import CLIENT_COLUMNS, FRAME_NAMES
 from kcodec.pipeline.decode import event_arrow_schema
 from kcodec.pipeline.memory import fewer_collections
 from kcodec.pipeline.outputs import Output
-from kcodec.pipeline.partials import AGGREGATE_COLUMNS, Partials
+from kcodec.pipeline.partials import Partials
 from kcodec.pipeline.spill import read_spill
 
 __all__ = [
@@ -287,7 +289,7 @@ def frame_schema() -> Any:
 
 
 class _Task:
-    """One spill file's rows, as frames batches (for the writer) and diagnostics and partials."""
+    """One spill file's rows, as frames batches (for the writer) and diagnostics and the timeline."""
 
     def __init__(
         self, numbers: Mapping[tuple[str, int], int], directory: Mapping[str, str], width: float
@@ -295,7 +297,6 @@ class _Task:
         self.numbers = numbers
         self.names = _Names(directory) if directory else None
         self.partials = Partials(width)
-        self.pending: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
         self.diagnostics: list[Any] = []  # the batches' diagnostics rows (none: no table)
         self.batches = 0
 
@@ -317,11 +318,18 @@ class _Task:
             flagged = pc.greater(pc.list_value_length(frames.column("diagnostics")), 0)
             if issues.num_rows or pc.any(flagged).as_py():  # most batches have no diagnostics rows
                 self.diagnostics.append(_diagnostics(issues, issue_conn, frames, frame_conn))
-            kinds, files = issues.column("issue_kind").to_pylist(), issues.column("file").to_pylist()
-            for kind, file in zip(kinds, files, strict=True):
-                self.partials.issue(kind, file)
-            self.partials.frames({c: table.column(c).to_pylist() for c in AGGREGATE_COLUMNS}, self.pending)
+            self.partials.timeline_frames(_timeline_columns(frames))
             yield from table.to_batches()
+
+
+def _timeline_columns(frames: Any) -> dict[str, list[Any]]:
+    """The values :meth:`Partials.timeline_frames` reads, from an events batch of frames."""
+    import pyarrow.compute as pc
+
+    columns = {c: frames.column(c).to_pylist() for c in ("time", "api_name", "size", "latency", "direction")}
+    with_errors = pc.fill_null(pc.greater(pc.list_value_length(frames.column("errors")), 0), False)
+    columns["errors"] = with_errors.to_pylist()
+    return columns
 
 
 #: Columns of ``frames`` written without a dictionary or min/max statistics: JSON text that seldom
@@ -329,11 +337,27 @@ class _Task:
 _PLAIN_COLUMNS = frozenset({"header", "body"})
 
 
-#: Compression of the ``frames`` files: zstd at one of its fast levels. Measured on the JSON columns
-#: of the 64 MB benchmark capture (90 MB of text): Parquet's usual snappy wrote 51.5 MB in 0.239 CPU-s
-#: (read back in 0.146); zstd at -3 wrote 52.9 MB in 0.149 (read 0.058); at 1, 33.7 MB in 0.234
-#: (read 0.084). Every Parquet reader (Spark, pyarrow, DuckDB, pandas) reads zstd whatever the level.
-FRAMES_COMPRESSION = ("zstd", -3)
+#: Compression of the ``frames`` files: zstd at one of its fast levels, -7. Zstd's work grows with
+#: the level and the files shrink with it, more on compressible JSON than on payloads of random
+#: bytes (base64 in the JSON). Counted in instructions to write the frames of three inputs (beyond
+#: writing them uncompressed), and the files' MB:
+#:
+#: ==========  ==================  =====================  =============
+#: codec       12.5 MB, random     5.8 MB, compressible   test captures
+#: ==========  ==================  =====================  =============
+#: none        0 G, 15.59 MB       0 G, 8.52 MB           1.41 MB
+#: zstd -3     0.198 G, 13.56 MB   0.117 G, 4.86 MB       0.75 MB
+#: zstd -7     0.118 G, 12.95 MB   0.070 G, 5.23 MB       0.78 MB
+#: zstd -10    0.090 G, 12.56 MB   0.081 G, 5.66 MB       0.79 MB
+#: zstd -20    0.077 G, 12.60 MB   0.053 G, 5.99 MB       0.84 MB
+#: zstd 1      0.445 G, 10.06 MB   0.216 G, 3.11 MB       0.73 MB
+#: lz4_raw     0.157 G, 14.39 MB   0.127 G, 4.95 MB       0.72 MB
+#: snappy      0.048 G, 15.10 MB   0.084 G, 4.72 MB       0.75 MB
+#: ==========  ==================  =====================  =============
+#:
+#: (Zstd -3 was 13 % of the whole pipeline's instructions on the first input, -7 is 8 %.) Every
+#: Parquet reader (Spark, pyarrow, DuckDB, pandas) reads zstd whatever the level.
+FRAMES_COMPRESSION = ("zstd", -7)
 
 
 def _frames_options() -> dict[str, Any]:
@@ -356,8 +380,8 @@ def write_task(
     width: float,
 ) -> Iterator[Partials]:
     """RDD ``mapPartitions`` function of stage 3: ``(part, spill file)`` in (one task's group of
-    spills), their partials out. The group's frames go to one file per folder and its diagnostics to
-    one file, named after the group's first partition."""
+    spills), their timeline's partials out. The group's frames go to one file per folder and its
+    diagnostics to one file, named after the group's first partition."""
     import pyarrow as pa
 
     group = list(spills)
