@@ -467,13 +467,12 @@ def _segment_maker(
             i = start + 38
             seq = buf[i] << 24 | buf[i + 1] << 16 | buf[i + 2] << 8 | buf[i + 3]
             ack = buf[i + 4] << 24 | buf[i + 5] << 16 | buf[i + 6] << 8 | buf[i + 7]
-            payload: bytes | int
-            if at < end:
-                payload = buf[start + at : start + end] if copy else end - at
-                po = data_offset + at if data_offset >= 0 else -1
-            else:
-                payload, po = b"" if copy else 0, -1
-            return build(key, src, dst, seq, ack, flags, ts, payload, file, index, offset, po)
+            po = data_offset + at if data_offset >= 0 and at < end else -1
+            if copy:  # (a Segment made here: compiled, a direct call, where ``build`` parses its arguments)
+                data = buf[start + at : start + end] if at < end else b""
+                return cast("_T", Segment(key, src, dst, seq, ack, flags, ts, data, file, index, offset, po))
+            size = end - at if at < end else 0
+            return build(key, src, dst, seq, ack, flags, ts, size, file, index, offset, po)
         try:
             seg = _segment(linktype, buf, start, stop, ts, file, index, offset, data_offset, keep_acks)
         except _Fragment:

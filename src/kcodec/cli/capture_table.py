@@ -176,8 +176,8 @@ class TableWriter:
         # (what _head gives, padded by hand: a format spec costs a method call per cell in the compiled
         # build; the API column's text is padded once per API and version)
         return (
-            ts + " " * (12 - len(ts)) + " ",
-            arrow + cell + " " + " " * (6 - len(corr)) + corr + " " + " " * (7 - len(size)) + size + "  ",
+            f"{ts}{' ' * (12 - len(ts))} ",  # (built in one piece: compiled, no concatenation per part)
+            f"{arrow}{cell} {' ' * (6 - len(corr))}{corr} {' ' * (7 - len(size))}{size}  ",
             parts,
         )
 

@@ -229,8 +229,9 @@ def digest(frame: CapturedFrame, facts: Facts | None, pending: bool = False) -> 
     if frame.partial is not None:  # what the body holds before the bad spot, marked as such
         content = json.dumps(frame.partial.to_json(), separators=(",", ":"), ensure_ascii=False)
         notes.append(("", f"partial {content}"))
+    # (made by tuple.__new__: a named tuple's own __new__ is Python code, a call per frame)
     if facts is None:
-        return Digest(error, notes, False, [], [], [], [], [], [])
+        return tuple.__new__(Digest, (error, notes, False, [], [], [], [], [], []))
     middle: list[Part] = []
     if facts.brokers:
         shown = ", ".join(f"{n}={h}:{p}" for n, h, p in facts.brokers[:6])
@@ -246,10 +247,10 @@ def digest(frame: CapturedFrame, facts: Facts | None, pending: bool = False) -> 
     keys = _keys(frame, facts)
     if frame.embedded:
         keys += [("", text) for text in embedded_texts(frame)]
-    return Digest(
-        error, notes, True, keys, list(facts.error_codes), middle, partitions,
-        list(facts.topics), counts,
-    )  # fmt: skip
+    return tuple.__new__(
+        Digest,
+        (error, notes, True, keys, list(facts.error_codes), middle, partitions, list(facts.topics), counts),
+    )
 
 
 def _partition_texts(facts: Facts, pending: bool) -> list[tuple[str | None, str | None, str | None]]:
