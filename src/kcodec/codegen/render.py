@@ -9,6 +9,7 @@ from pathlib import Path
 import jinja2
 
 from kcodec.codegen.program import ModulePlan, PackagePlan
+from kcodec.codegen.vmerge import drop_unused, merge_module
 from kcodec.codegen.wire_types import runtime_copy
 
 TEMPLATES = Path(__file__).parent / "templates" / "python"
@@ -49,8 +50,14 @@ def tidy(source: str) -> str:
 
 
 def render_module(env: jinja2.Environment, module: ModulePlan) -> str:
-    """The Python codec module of one message."""
-    return tidy(env.get_template("module.py.j2").render(module=module))
+    """The Python codec module of one message (a ``versioned`` one: a function per struct, ``vmerge``)."""
+    source = tidy(env.get_template("module.py.j2").render(module=module))
+    if module.target.compiled:
+        return source
+    if module.target.versioned:
+        served = {fn.id: fn.served for fn in module.functions}
+        source = merge_module(source, served, module.roots, {fn.id: fn.flexible for fn in module.functions})
+    return tidy(drop_unused(source))
 
 
 def render_construct(env: jinja2.Environment, module: ModulePlan) -> str:
