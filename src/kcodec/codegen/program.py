@@ -416,6 +416,7 @@ class JsonFunction:
     records: bool  # takes ``rec``, the converter of records values (it or a struct below has records)
     literal: tuple[JsonField, ...]
     members: tuple[JsonField, ...]
+    served: tuple[int, ...] = ()  # the versions themselves
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,6 +432,9 @@ class JsonModulePlan:
     functions: tuple[JsonFunction, ...]  # children first
     roots: tuple[tuple[int, str], ...]  # version -> root function id
     records_versions: tuple[int, ...]  # the versions whose root converter takes ``rec``
+    #: one converter per struct branching on the version (``kcodec.codegen.vmerge.merge_json``), each
+    #: member its own statement; else one per layout, its first members one dict display
+    versioned: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 import jinja2
 
 from kcodec.codegen.program import ModulePlan, PackagePlan
-from kcodec.codegen.vmerge import drop_unused, merge_module
+from kcodec.codegen.vmerge import drop_unused, merge_json, merge_module
 from kcodec.codegen.wire_types import runtime_copy
 
 TEMPLATES = Path(__file__).parent / "templates" / "python"
@@ -66,8 +66,12 @@ def render_construct(env: jinja2.Environment, module: ModulePlan) -> str:
 
 
 def render_json(env: jinja2.Environment, module: ModulePlan) -> str:
-    """The module converting one message to Kafka JSON."""
-    return tidy(env.get_template("json.py.j2").render(json=module.json))
+    """The module converting one message to Kafka JSON (a ``versioned`` one: a function per struct)."""
+    assert module.json is not None
+    source = tidy(env.get_template("json.py.j2").render(json=module.json))
+    if not module.json.versioned:
+        return source
+    return tidy(merge_json(source, {fn.id: fn.served for fn in module.json.functions}, module.json.roots))
 
 
 def render_facts(env: jinja2.Environment, module: ModulePlan) -> str:

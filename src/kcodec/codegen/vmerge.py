@@ -1,15 +1,17 @@
-"""One decoder, skipper and encoder per struct that branch on the version, for a ``versioned`` module.
+"""One function per struct that branches on the version, for ``versioned`` modules.
 
 A module is first printed as usual: per struct, one function per layout (``d_<Struct>_v<first
-version>``, ``dl_``, ``s_``, ``e_``), each serving some versions. Here the functions of each struct
-are merged into one (``d_<Struct>``, ...) taking the version as its first argument: the statements
-the layouts share are printed once, the others under a version conditional (``if v >= 3:``), in an
-order that keeps every layout's own statements in its order. Each version so runs exactly the
-statements of its layout, the same values, checks and errors. Calls of a struct's function pass the
-version on; the tables ``DECODERS``, ``DECODERS_LAZY`` and ``ENCODERS`` hold the root functions with
-their version bound (``functools.partial``), as lazy arrays do for their element decoder.
+version>``, ``dl_``, ``s_``, ``e_``; JSON modules ``j_``), each serving some versions. Here the
+functions of each struct are merged into one (``d_<Struct>``, ...) taking the version as its first
+argument: the statements the layouts share are printed once, the others under a version conditional
+(``if v >= 3:``), in an order that keeps every layout's own statements in its order. Each version so
+runs exactly the statements of its layout, the same values, checks and errors. Calls of a struct's
+function pass the version on; the tables (``DECODERS``, ``DECODERS_LAZY``, ``ENCODERS``, ``TO_JSON``)
+hold the root functions with their version bound (``functools.partial``), as lazy arrays do for their
+element decoder.
 
-Statements are compared as printed text, inside the function body and the body of its ``try``.
+Statements are compared as printed text; compound statements with the same clause headers (an ``if``,
+a ``for``, the ``try`` around a body) have their bodies merged the same way.
 """
 
 from __future__ import annotations
@@ -21,15 +23,17 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-#: a generated per-layout function: prefix (d, dl, s, e), struct class, first version
-_NAME = re.compile(r"^(d|dl|s|e)_(\w+)_v(\d+)$")
-_TABLES = ("DECODERS", "DECODERS_LAZY", "ENCODERS")
+#: a generated per-layout function: prefix (d, dl, s, e; j), struct class, first version
+_NAME = re.compile(r"^(d|dl|s|e|j)_(\w+)_v(\d+)$")
+_TABLES = ("DECODERS", "DECODERS_LAZY", "ENCODERS", "TO_JSON")
 _PARTIAL_IMPORT = "from functools import partial as _partial"
 #: a function's header comment: what, the versions it serves, the rest
 _COMMENT = re.compile(r"^(\s*# .*? at versions )(\d[\d-]*(?:, \d[\d-]*)*)(.*)$")
 #: a module-level import, and a module-level constant of one line
 _IMPORT = re.compile(r"^from ([\w.]+) import ([\w ,]+)$")
 _CONSTANT = re.compile(r"^(_\w+)(?:: [^=]+)? = ")
+#: a statement giving ``v`` (the version the merged functions take) another value
+_SETS_V = re.compile(r"(?<![\w.])v\s*(?::=|=(?!=))|\bfor v\b|\bv\s*,\s*\w+\s*=")
 #: an annotated local at the start of a statement line: ``name: type = value``
 _ANNOTATED = re.compile(r"^(\s*)([A-Za-z_]\w*): [^=]+ = ")
 
@@ -316,10 +320,11 @@ def _comment(group: list[_Layout], every: Sequence[int]) -> str:
 
 def _function(group: list[_Layout], names: dict[str, str], rename: Callable[[str], str]) -> list[str]:
     """The merged function of one struct's per-layout functions (one prefix)."""
-    first = group[0]
+    first = max(group, key=lambda g: ", rec: " in g.signature)  # (JSON: a layout taking ``rec`` if any)
     every = sorted({v for g in group for v in g.served})
     signature = first.signature.replace(f"def {first.name}(", f"def {names[first.name]}(v: int, ", 1)
     bodies = [(frozenset(g.served), [_renamed(u, rename) for u in g.body]) for g in group]
+    assert not any(_SETS_V.search(line) for g in group for line in _texts(g.body)), f"{first.name} sets v"
     return _one_annotation([signature, _comment(group, every), *_print(_merge(bodies), every, 4, condition)])
 
 
@@ -337,6 +342,19 @@ def _eager_or_lazy(eager: list[str], lazy: list[str], root: str) -> list[str]:
     signature = eager[0].replace("(v: int, ", "(v: int, lazy: bool, ", 1)
     comment = eager[1].replace(" at versions ", " (lazy: its arrays of structs left unbuilt) at versions ", 1)
     return _one_annotation([signature, comment, *_print(_merge(bodies), [0, 1], 4, _lazy_test)])
+
+
+def _texts(units: Sequence[Unit]) -> list[str]:
+    """Every line of the statements."""
+    out: list[str] = []
+    for unit in units:
+        if isinstance(unit, str):
+            out += unit.split("\n")
+        else:
+            for header, body in unit.clauses:
+                out += header.split("\n")
+                out += _texts(body)
+    return out
 
 
 def _renamed(unit: Unit, rename: Callable[[str], str]) -> Unit:
@@ -363,7 +381,7 @@ def _tables(versions: Sequence[int], sources: dict[str, str]) -> list[str]:
     assert list(versions) == list(range(versions[0], versions[-1] + 1)), versions
     span = f"range({versions[0]}, {versions[-1] + 1})"
     return [f"{table} = {{v: {sources[prefix]} for v in {span}}}"
-            for table, prefix in zip(_TABLES, ("d", "dl", "e"), strict=True)]
+            for table, prefix in zip(_TABLES[:3], ("d", "dl", "e"), strict=True)]
 
 
 def drop_unused(source: str) -> str:
@@ -419,8 +437,51 @@ def _codec_node(node: ast.stmt) -> bool:
     """A per-layout function or one of the tables of the root functions."""
     if isinstance(node, ast.FunctionDef):
         return _NAME.match(node.name) is not None
-    names = node.targets if isinstance(node, ast.Assign) else []
+    names: list[ast.expr] = []
+    if isinstance(node, ast.Assign):
+        names = node.targets
+    elif isinstance(node, ast.AnnAssign):
+        names = [node.target]
     return any(isinstance(t, ast.Name) and t.id in _TABLES for t in names)
+
+
+@dataclass
+class _Merged:
+    """A module taken apart: the text before and after its per-layout functions and tables, and the
+    merged function of each (prefix, struct)."""
+
+    head: str
+    functions: dict[tuple[str, str], list[str]]
+    tail: str
+
+
+def _merged(source: str, served: dict[str, tuple[int, ...]]) -> _Merged:
+    lines = source.split("\n")
+    layouts: list[_Layout] = []
+    body = ast.parse(source).body
+    codec = [i for i, node in enumerate(body) if _codec_node(node)]
+    assert codec == list(range(codec[0], codec[-1] + 1)), "other statements among the codec functions"
+    for node in body[codec[0] : codec[-1] + 1]:
+        if isinstance(node, ast.FunctionDef):
+            layouts.append(_layout(lines, node, served[node.name.split("_", 1)[1]]))
+    end = body[codec[-1]].end_lineno
+    assert end is not None
+    groups: dict[tuple[str, str], list[_Layout]] = {}
+    for lay in layouts:
+        groups.setdefault((lay.prefix, lay.cls), []).append(lay)
+    names = {lay.name: f"{lay.prefix}_{lay.cls}" for lay in layouts}
+    rename = renamer(names)
+    functions = {key: _function(group, names, rename) for key, group in groups.items()}
+    head = "\n".join(lines[: body[codec[0]].lineno - 1]).rstrip("\n")
+    return _Merged(head, functions, "\n".join(lines[end:]))
+
+
+def _with_partial(head: str, after: str) -> str:
+    """The module's head with ``functools.partial`` imported after the line ``after``."""
+    head, count = re.subn(rf"^{re.escape(after)}$", lambda m: m[0] + "\n" + _PARTIAL_IMPORT, head, count=1,
+                          flags=re.M)
+    assert count == 1, f"no line {after!r} to import functools.partial after"
+    return head
 
 
 def merge_module(
@@ -434,23 +495,8 @@ def merge_module(
     versions (compact lengths: the widths its text names, ``_W2``/``_W4``/``_M4``, are those of
     ``_LENGTHS``).
     """
-    lines = source.split("\n")
-    layouts: list[_Layout] = []
-    body = ast.parse(source).body
-    codec = [i for i, node in enumerate(body) if _codec_node(node)]
-    assert codec == list(range(codec[0], codec[-1] + 1)), "other statements among the codec functions"
-    for node in body[codec[0] : codec[-1] + 1]:
-        if isinstance(node, ast.FunctionDef):
-            layouts.append(_layout(lines, node, served[node.name.split("_", 1)[1]]))
-    end = body[codec[-1]].end_lineno
-    assert end is not None
-    span = (body[codec[0]].lineno, end)
-    groups: dict[tuple[str, str], list[_Layout]] = {}
-    for lay in layouts:
-        groups.setdefault((lay.prefix, lay.cls), []).append(lay)
-    names = {lay.name: f"{lay.prefix}_{lay.cls}" for lay in layouts}
-    rename = renamer(names)
-    functions = {key: _function(group, names, rename) for key, group in groups.items()}
+    merged = _merged(source, served)
+    functions = merged.functions
     root = roots[0][1].rsplit("_v", 1)[0]
     eager, lazy = functions[("d", root)], functions.pop(("dl", root))
     if eager[2:] == lazy[2:]:  # no array of structs to leave unbuilt: one decoder
@@ -466,12 +512,24 @@ def merge_module(
     for text in functions.values():
         printed += ["", "", *text]
     printed += ["", "", *_tables([v for v, _ in roots], tables)]
-    head = "\n".join(lines[: span[0] - 1]).rstrip("\n")
-    head, count = re.subn(
-        r"^import struct as _struct$", lambda m: m[0] + "\n" + _PARTIAL_IMPORT, head, count=1, flags=re.M
-    )
-    assert count == 1, "no import line to put functools.partial's after"
-    return head + "\n" + "\n".join(printed) + "\n" + "\n".join(lines[span[1] :])
+    head = _with_partial(merged.head, "import struct as _struct")
+    return head + "\n" + "\n".join(printed) + "\n" + merged.tail
 
 
-__all__ = ["condition", "drop_unused", "merge_module", "renamer"]
+def merge_json(source: str, served: dict[str, tuple[int, ...]], roots: Sequence[tuple[int, str]]) -> str:
+    """A JSON module (``json_/<message>.py``) printed with a converter per layout, each member its own
+    statement, with one converter per struct instead, and ``TO_JSON`` holding the root's."""
+    merged = _merged(source, served)
+    root = roots[0][1].rsplit("_v", 1)[0]
+    printed: list[str] = []
+    for text in merged.functions.values():
+        printed += ["", "", *text]
+    versions = [v for v, _ in roots]
+    assert versions == list(range(versions[0], versions[-1] + 1)), versions
+    printed += ["", "", f"TO_JSON: dict[int, Callable[..., dict[str, Any]]] = "
+                        f"{{v: _partial(j_{root}, v) for v in range({versions[0]}, {versions[-1] + 1})}}"]
+    head = _with_partial(merged.head, "from collections.abc import Callable")
+    return head + "\n" + "\n".join(printed) + "\n" + merged.tail
+
+
+__all__ = ["condition", "drop_unused", "merge_json", "merge_module", "renamer"]
