@@ -156,7 +156,7 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
         bound_encoders=tuple((v, ids[root]) for v, root in layouts.items()) if target.compiled else (),
         bound_encoders_chunked=any(writes_blobs(root) for root in roots),
         json=plan_json(merged, fields_by_set, sources, module_name(merged.name), versioned),
-        facts=plan_facts(merged, fields_by_set, sources, module_name(merged.name)),
+        facts=plan_facts(merged, fields_by_set, sources, module_name(merged.name), versioned),
     )
 
 

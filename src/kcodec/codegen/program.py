@@ -477,6 +477,7 @@ class FactsFunction:
     broker: str = ""
     node_id: str = ""
     codes: bool = False
+    served: tuple[int, ...] = ()  # the versions themselves
 
 
 @dataclass(frozen=True, slots=True)
@@ -490,6 +491,8 @@ class FactsModulePlan:
     roots: tuple[tuple[int, str], ...]  # version -> root function id
     codes: tuple[FactsFunction, ...] = ()  # the codes extractors' functions (children first)
     codes_roots: tuple[tuple[int, str], ...] = ()  # version -> root codes function id
+    #: one extractor per struct branching on the version (``kcodec.codegen.vmerge.merge_facts``)
+    versioned: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 import jinja2
 
 from kcodec.codegen.program import ModulePlan, PackagePlan
-from kcodec.codegen.vmerge import drop_unused, merge_json, merge_module
+from kcodec.codegen.vmerge import drop_unused, merge_facts, merge_json, merge_module
 from kcodec.codegen.wire_types import runtime_copy
 
 TEMPLATES = Path(__file__).parent / "templates" / "python"
@@ -75,8 +75,15 @@ def render_json(env: jinja2.Environment, module: ModulePlan) -> str:
 
 
 def render_facts(env: jinja2.Environment, module: ModulePlan) -> str:
-    """The module extracting the facts of one message."""
-    return tidy(env.get_template("facts.py.j2").render(facts=module.facts))
+    """The module extracting the facts of one message (a ``versioned`` one: a function per struct)."""
+    facts = module.facts
+    assert facts is not None
+    source = tidy(env.get_template("facts.py.j2").render(facts=facts))
+    if not facts.versioned:
+        return source
+    families = (("f", facts.functions), ("c", facts.codes))
+    served = {f"{p}_{fn.id}": fn.served for p, fns in families for fn in fns}
+    return tidy(merge_facts(source, served, facts.roots, facts.codes_roots))
 
 
 def render_package(plan: PackagePlan) -> dict[str, dict[str, str]]:

@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 #: a generated per-layout function: prefix (d, dl, s, e; j), struct class, first version
-_NAME = re.compile(r"^(d|dl|s|e|j)_(\w+)_v(\d+)$")
-_TABLES = ("DECODERS", "DECODERS_LAZY", "ENCODERS", "TO_JSON")
+_NAME = re.compile(r"^(d|dl|s|e|j|f|c)_(\w+)_v(\d+)$")
+_TABLES = ("DECODERS", "DECODERS_LAZY", "ENCODERS", "TO_JSON", "FACTS", "CODES")
 _PARTIAL_IMPORT = "from functools import partial as _partial"
 #: a function's header comment: what, the versions it serves, the rest
 _COMMENT = re.compile(r"^(\s*# .*? at versions )(\d[\d-]*(?:, \d[\d-]*)*)(.*)$")
@@ -33,7 +33,7 @@ _COMMENT = re.compile(r"^(\s*# .*? at versions )(\d[\d-]*(?:, \d[\d-]*)*)(.*)$")
 _IMPORT = re.compile(r"^from ([\w.]+) import ([\w ,]+)$")
 _CONSTANT = re.compile(r"^(_\w+)(?:: [^=]+)? = ")
 #: a statement giving ``v`` (the version the merged functions take) another value
-_SETS_V = re.compile(r"(?<![\w.])v\s*(?::=|=(?!=))|\bfor v\b|\bv\s*,\s*\w+\s*=")
+_SETS_V = re.compile(r"(?<![\w.])v\b\s*(?::=|=(?!=))|\bfor v\b|\bv\s*,\s*\w+\s*=")
 #: an annotated local at the start of a statement line: ``name: type = value``
 _ANNOTATED = re.compile(r"^(\s*)([A-Za-z_]\w*): [^=]+ = ")
 
@@ -206,20 +206,21 @@ def _merge(seqs: Sequence[tuple[frozenset[int], Sequence[Unit]]]) -> list[_Item]
     return merged
 
 
-def condition(versions: frozenset[int], every: Sequence[int]) -> str:
-    """The test that is true for ``versions`` among the versions ``every`` a function serves."""
+def condition(versions: frozenset[int], every: Sequence[int], var: str = "v") -> str:
+    """The test that is true for ``versions`` among the versions ``every`` a function serves (``var``:
+    the name of the version)."""
     inside = sorted(versions)
     lo, hi = inside[0], inside[-1]
     span = [v for v in every if lo <= v <= hi]
     if len(inside) == 1:
-        return f"v == {lo}"
+        return f"{var} == {lo}"
     if span == inside:
         if hi == every[-1]:
-            return f"v >= {lo}"
+            return f"{var} >= {lo}"
         if lo == every[0]:
-            return f"v <= {hi}"
-        return f"{lo} <= v <= {hi}"
-    return f"v in ({', '.join(map(str, inside))})"
+            return f"{var} <= {hi}"
+        return f"{lo} <= {var} <= {hi}"
+    return f"{var} in ({', '.join(map(str, inside))})"
 
 
 def _indent(text: str, n: int) -> list[str]:
@@ -276,7 +277,7 @@ def _print(items: list[_Item], every: Sequence[int], indent: int, test: Test) ->
     return out
 
 
-def renamer(names: dict[str, str]) -> Callable[[str], str]:
+def renamer(names: dict[str, str], var: str = "v") -> Callable[[str], str]:
     """Calls of per-layout functions become calls of the merged ones with the version passed on;
     references (a lazy array's element decoder) become the merged function with the version bound."""
     pattern = "|".join(sorted(names, key=len, reverse=True))
@@ -284,8 +285,8 @@ def renamer(names: dict[str, str]) -> Callable[[str], str]:
     refs = re.compile(rf"\b({pattern})\b(?!\()")
 
     def rename(text: str) -> str:
-        text = calls.sub(lambda m: f"{names[m[1]]}(v, ", text)
-        return refs.sub(lambda m: f"_partial({names[m[1]]}, v)", text)
+        text = calls.sub(lambda m: f"{names[m[1]]}({var}, ", text)
+        return refs.sub(lambda m: f"_partial({names[m[1]]}, {var})", text)
 
     return rename
 
@@ -318,14 +319,24 @@ def _comment(group: list[_Layout], every: Sequence[int]) -> str:
     return f"{first[1]}{_ranges(every)}{rest}"
 
 
-def _function(group: list[_Layout], names: dict[str, str], rename: Callable[[str], str]) -> list[str]:
+def _function(
+    group: list[_Layout], names: dict[str, str], rename: Callable[[str], str], var: str
+) -> list[str]:
     """The merged function of one struct's per-layout functions (one prefix)."""
     first = max(group, key=lambda g: ", rec: " in g.signature)  # (JSON: a layout taking ``rec`` if any)
+    shapes = {g.signature.replace(g.name, "") for g in group}
+    assert len(shapes) == 1 or first.prefix == "j", f"{first.name}: layouts with different signatures"
     every = sorted({v for g in group for v in g.served})
-    signature = first.signature.replace(f"def {first.name}(", f"def {names[first.name]}(v: int, ", 1)
+    signature = first.signature.replace(f"def {first.name}(", f"def {names[first.name]}({var}: int, ", 1)
     bodies = [(frozenset(g.served), [_renamed(u, rename) for u in g.body]) for g in group]
-    assert not any(_SETS_V.search(line) for g in group for line in _texts(g.body)), f"{first.name} sets v"
-    return _one_annotation([signature, _comment(group, every), *_print(_merge(bodies), every, 4, condition)])
+    sets_var = re.compile(_SETS_V.pattern.replace("v", re.escape(var)))
+    sets = any(sets_var.search(line) for g in group for line in _texts(g.body))
+    assert not sets, f"{first.name} gives {var} another value"
+
+    def test(versions: frozenset[int], every: Sequence[int]) -> str:
+        return condition(versions, every, var)
+
+    return _one_annotation([signature, _comment(group, every), *_print(_merge(bodies), every, 4, test)])
 
 
 def _lazy_test(versions: frozenset[int], every: Sequence[int]) -> str:
@@ -455,7 +466,9 @@ class _Merged:
     tail: str
 
 
-def _merged(source: str, served: dict[str, tuple[int, ...]]) -> _Merged:
+def _merged(source: str, served: dict[str, tuple[int, ...]], var: str = "v") -> _Merged:
+    """``served``: the versions of each layout, by its id (``<Struct>_v<n>``) or, where two families
+    of functions share ids, by its function's name."""
     lines = source.split("\n")
     layouts: list[_Layout] = []
     body = ast.parse(source).body
@@ -463,15 +476,16 @@ def _merged(source: str, served: dict[str, tuple[int, ...]]) -> _Merged:
     assert codec == list(range(codec[0], codec[-1] + 1)), "other statements among the codec functions"
     for node in body[codec[0] : codec[-1] + 1]:
         if isinstance(node, ast.FunctionDef):
-            layouts.append(_layout(lines, node, served[node.name.split("_", 1)[1]]))
+            versions = served.get(node.name) or served[node.name.split("_", 1)[1]]
+            layouts.append(_layout(lines, node, versions))
     end = body[codec[-1]].end_lineno
     assert end is not None
     groups: dict[tuple[str, str], list[_Layout]] = {}
     for lay in layouts:
         groups.setdefault((lay.prefix, lay.cls), []).append(lay)
     names = {lay.name: f"{lay.prefix}_{lay.cls}" for lay in layouts}
-    rename = renamer(names)
-    functions = {key: _function(group, names, rename) for key, group in groups.items()}
+    rename = renamer(names, var)
+    functions = {key: _function(group, names, rename, var) for key, group in groups.items()}
     head = "\n".join(lines[: body[codec[0]].lineno - 1]).rstrip("\n")
     return _Merged(head, functions, "\n".join(lines[end:]))
 
@@ -532,4 +546,24 @@ def merge_json(source: str, served: dict[str, tuple[int, ...]], roots: Sequence[
     return head + "\n" + "\n".join(printed) + "\n" + merged.tail
 
 
-__all__ = ["condition", "drop_unused", "merge_json", "merge_module", "renamer"]
+def merge_facts(source: str, served: dict[str, tuple[int, ...]], roots: Sequence[tuple[int, str]],
+                codes_roots: Sequence[tuple[int, str]]) -> str:
+    """A facts module (``facts_/<message>.py``) printed with an extractor per layout (``f_``, and
+    ``c_`` for the codes), with one per struct instead; ``FACTS`` and ``CODES`` hold the roots'.
+    The version is ``_ver`` (the extractors name their values ``v``); ``served`` is by function name."""
+    merged = _merged(source, served, "_ver")
+    printed: list[str] = []
+    for text in merged.functions.values():
+        printed += ["", "", *text]
+    for table, prefix, pairs in (("FACTS", "f", roots), ("CODES", "c", codes_roots)):
+        versions = [v for v, _ in pairs]
+        assert versions == list(range(versions[0], versions[-1] + 1)), versions
+        root = pairs[0][1].rsplit("_v", 1)[0]
+        span = f"range({versions[0]}, {versions[-1] + 1})"
+        printed += ["", f"{table}: dict[int, Callable[[Any, Facts], None]] = "
+                        f"{{_ver: _partial({prefix}_{root}, _ver) for _ver in {span}}}"]
+    head = _with_partial(merged.head, "from collections.abc import Callable")
+    return head + "\n" + "\n".join(printed) + "\n" + merged.tail
+
+
+__all__ = ["condition", "drop_unused", "merge_facts", "merge_json", "merge_module", "renamer"]
