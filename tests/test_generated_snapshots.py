@@ -24,10 +24,13 @@ from kcodec.codegen.render import environment, render_construct, render_facts, r
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOTS = ROOT / "tests" / "generated_snapshots"
 
-#: (message, compiled): a message outside the hot set (runtime helpers for strings and bytes), a hot
-#: one (everything inline), a header, and the first again as the compiled build prints it
+#: (message, compiled): messages outside the hot set (one function per struct branching on the version,
+#: runtime helpers for strings and bytes; the second with nested arrays of structs), a client group
+#: message (a function per layout, runtime helpers), a hot one (everything inline), a header, and the
+#: first again as the compiled build prints it
 CODECS = (
     ("AddOffsetsToTxnRequest", False),
+    ("DescribeConfigsResponse", False),
     ("HeartbeatResponse", False),
     ("ListOffsetsRequest", False),
     ("RequestHeader", False),

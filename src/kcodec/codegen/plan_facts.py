@@ -127,13 +127,13 @@ class _Module:
 
 
 def plan_facts(merged: MergedMessage, fields_by_set: FieldsBySet, sources: tuple[str, ...],
-               module: str) -> FactsModulePlan:
+               module: str, versioned: bool = False) -> FactsModulePlan:
     """The facts module of one message: a root extractor per version and the functions it calls,
-    and the same for its codes extractors."""
+    and the same for its codes extractors (``versioned``: to be merged into one per struct)."""
     functions, roots = _plan_all(merged, fields_by_set, codes=False)
     codes, codes_roots = _plan_all(merged, fields_by_set, codes=True)
     return FactsModulePlan(name=merged.name, module=module, sources=sources, functions=functions,
-                           roots=roots, codes=codes, codes_roots=codes_roots)
+                           roots=roots, codes=codes, codes_roots=codes_roots, versioned=versioned)
 
 
 def _plan_all(merged: MergedMessage, fields_by_set: FieldsBySet, codes: bool
@@ -147,7 +147,7 @@ def _plan_all(merged: MergedMessage, fields_by_set: FieldsBySet, codes: bool
         roots.append((v, fid or _empty_root(merged.root, v, out)))
     functions = tuple(
         FactsFunction(f.id, f.cls, version_ranges(out.served[f.id]), f.root, f.steps, f.children,
-                      f.locals_, f.broker, f.node_id, f.codes)
+                      f.locals_, f.broker, f.node_id, f.codes, tuple(out.served[f.id]))
         for f in out.functions.values()
     )
     return functions, tuple(roots)

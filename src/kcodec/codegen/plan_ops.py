@@ -121,7 +121,9 @@ class OpBuilder:
     ) -> None:
         self.pool = pool
         #: arrays of structs read by a call of the element's decoder per element, never in place
-        #: (``Target.helpers``: small code for the messages outside the hot set)
+        #: (``Target.helpers``: small code for the messages outside the hot set); encoders
+        #: (``Target.versioned``) call the element's encoder where they would write it inline (the
+        #: same errors: the inline code runs the element's encoder on any error)
         self.calls_only = calls_only
         self.fn_ids = fn_ids
         self.message = message
@@ -411,6 +413,8 @@ class OpBuilder:
         sp = el.struct
         assert sp is not None
         strategy = write_strategy(sp)
+        if strategy == "inline" and self.calls_only:  # its encoder, with the errors written in place gives
+            return WriteArray("call", elseg, item, fn=self.fn(sp), holder=item, rerun=True)
         base = WriteArray(strategy, elseg, item, fn=self.fn(sp), holder=item)
         if strategy == "call":
             return base

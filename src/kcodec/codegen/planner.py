@@ -34,6 +34,17 @@ HOT_MESSAGES = frozenset(
     {*HEADERS, *(f"{api}{kind}" for api in HOT_APIS for kind in ("Request", "Response"))}
 )
 
+#: the consumer group APIs every client runs (the client's small, frequent messages): their pure-build
+#: codecs keep a function per layout, without version conditionals
+CLIENT_GROUP_MESSAGES = frozenset(
+    f"{api}{kind}"
+    for api in (
+        "FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit",
+        "OffsetFetch", "ConsumerGroupHeartbeat",
+    )
+    for kind in ("Request", "Response")
+)
+
 
 def module_name(message: str) -> str:
     return to_snake(message)
@@ -96,10 +107,14 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
     roots = set(layouts.values())
     records = any(has_records(root) for root in roots)
     hot = merged.name in HOT_MESSAGES
-    target = Target(compiled=compiled, bytes_buffer=compiled and not records, helpers=not (compiled or hot))
+    helpers = not (compiled or hot)
+    versioned = helpers and merged.name not in CLIENT_GROUP_MESSAGES
+    target = Target(
+        compiled=compiled, bytes_buffer=compiled and not records, helpers=helpers, versioned=versioned
+    )
     pool = ConstantPool()
     functions = tuple(
-        _plan_function(sp, ids, version_ranges(served[sp]), sp in roots, pool, merged.name, target)
+        _plan_function(sp, ids, tuple(served[sp]), sp in roots, pool, merged.name, target)
         for sp in ids
     )
     construct = ConstructPlanner(ids)
@@ -140,8 +155,8 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
         bound_decoders=tuple((v, ids[root]) for v, root in layouts.items()) if target.compiled else (),
         bound_encoders=tuple((v, ids[root]) for v, root in layouts.items()) if target.compiled else (),
         bound_encoders_chunked=any(writes_blobs(root) for root in roots),
-        json=plan_json(merged, fields_by_set, sources, module_name(merged.name)),
-        facts=plan_facts(merged, fields_by_set, sources, module_name(merged.name)),
+        json=plan_json(merged, fields_by_set, sources, module_name(merged.name), versioned),
+        facts=plan_facts(merged, fields_by_set, sources, module_name(merged.name), versioned),
     )
 
 
@@ -149,13 +164,16 @@ def _strategy_note(sp: StructPlan, is_root: bool, target: Target) -> str:
     if is_root:
         return "message body"
     read = "call" if target.helpers else read_strategy(sp, target.builds_from_locals and target.bytes_buffer)
-    return f"in arrays: read {read}, written {write_strategy(sp)}"
+    written = write_strategy(sp)
+    if target.versioned and written == "inline":
+        written = "call"
+    return f"in arrays: read {read}, written {written}"
 
 
 def _plan_function(
     sp: StructPlan,
     ids: dict[StructPlan, str],
-    versions: str,
+    served: tuple[int, ...],
     is_root: bool,
     pool: ConstantPool,
     message: str,
@@ -173,11 +191,13 @@ def _plan_function(
         lazy_tagged = lazy.read_tagged(sp, "obj")
     skip = () if is_root else OpBuilder(pool, ids, message, target.bytes_buffer).skip_steps(sp)
     # (encoders keep their strategies: an element written in place names a field at fault as today)
-    encode = OpBuilder(pool, ids, message, native_elements=target.compiled)
+    # (versioned modules call the element's encoder where they would write it inline)
+    encode = OpBuilder(pool, ids, message, native_elements=target.compiled, calls_only=target.versioned)
     return FunctionPlan(
         id=ids[sp],
         cls=sp.class_name,
-        versions=versions,
+        versions=version_ranges(list(served)),
+        served=served,
         strategy=_strategy_note(sp, is_root, target),
         layout=sp,
         flexible=sp.flexible,
@@ -312,4 +332,7 @@ def _plan_classes(
     return tuple(classes)
 
 
-__all__ = ["module_name", "plan_module", "plan_package", "struct_layouts", "version_ranges", "vrange"]
+__all__ = [
+    "CLIENT_GROUP_MESSAGES", "HOT_MESSAGES", "module_name", "plan_module", "plan_package", "struct_layouts",
+    "version_ranges", "vrange",
+]

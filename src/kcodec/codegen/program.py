@@ -34,6 +34,9 @@ class Target:
     #: strings and bytes read, skipped and written by calls to ``kcodec.protocol._gen_runtime`` instead of
     #: inline code: the messages outside the hot set in the pure build (a call per value, not a dozen lines)
     helpers: bool = False
+    #: one decoder, skipper and encoder per struct that branch on the version (``kcodec.codegen.vmerge``)
+    #: instead of a copy per layout: the pure build's messages outside the hot and client group sets
+    versioned: bool = False
 
     @property
     def offset_type(self) -> str:
@@ -284,6 +287,9 @@ class WriteArray:
     native: str = ""
     cls: str = ""
     holder: str = ""  # struct elements: the local their fields are read from (``native``, or ``item``)
+    #: call: on an error, the element's encoder runs again on a new bytearray, whose error is raised (as
+    #: for an element written in place, which it replaces: versioned modules)
+    rerun: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,6 +328,7 @@ class FunctionPlan:
     id: str  # stable: <Struct>_v<first version it serves>
     cls: str
     versions: str  # e.g. "9-11, 13"
+    served: tuple[int, ...]  # the versions themselves
     strategy: str  # how arrays of this struct are read, for the comment heading each function
     layout: StructPlan
     flexible: bool
@@ -409,6 +416,7 @@ class JsonFunction:
     records: bool  # takes ``rec``, the converter of records values (it or a struct below has records)
     literal: tuple[JsonField, ...]
     members: tuple[JsonField, ...]
+    served: tuple[int, ...] = ()  # the versions themselves
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,6 +432,9 @@ class JsonModulePlan:
     functions: tuple[JsonFunction, ...]  # children first
     roots: tuple[tuple[int, str], ...]  # version -> root function id
     records_versions: tuple[int, ...]  # the versions whose root converter takes ``rec``
+    #: one converter per struct branching on the version (``kcodec.codegen.vmerge.merge_json``), each
+    #: member its own statement; else one per layout, its first members one dict display
+    versioned: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -466,6 +477,7 @@ class FactsFunction:
     broker: str = ""
     node_id: str = ""
     codes: bool = False
+    served: tuple[int, ...] = ()  # the versions themselves
 
 
 @dataclass(frozen=True, slots=True)
@@ -479,6 +491,8 @@ class FactsModulePlan:
     roots: tuple[tuple[int, str], ...]  # version -> root function id
     codes: tuple[FactsFunction, ...] = ()  # the codes extractors' functions (children first)
     codes_roots: tuple[tuple[int, str], ...] = ()  # version -> root codes function id
+    #: one extractor per struct branching on the version (``kcodec.codegen.vmerge.merge_facts``)
+    versioned: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 import jinja2
 
 from kcodec.codegen.program import ModulePlan, PackagePlan
+from kcodec.codegen.vmerge import drop_unused, merge_facts, merge_json, merge_module
 from kcodec.codegen.wire_types import runtime_copy
 
 TEMPLATES = Path(__file__).parent / "templates" / "python"
@@ -49,8 +50,14 @@ def tidy(source: str) -> str:
 
 
 def render_module(env: jinja2.Environment, module: ModulePlan) -> str:
-    """The Python codec module of one message."""
-    return tidy(env.get_template("module.py.j2").render(module=module))
+    """The Python codec module of one message (a ``versioned`` one: a function per struct, ``vmerge``)."""
+    source = tidy(env.get_template("module.py.j2").render(module=module))
+    if module.target.compiled:
+        return source
+    if module.target.versioned:
+        served = {fn.id: fn.served for fn in module.functions}
+        source = merge_module(source, served, module.roots, {fn.id: fn.flexible for fn in module.functions})
+    return tidy(drop_unused(source))
 
 
 def render_construct(env: jinja2.Environment, module: ModulePlan) -> str:
@@ -59,13 +66,24 @@ def render_construct(env: jinja2.Environment, module: ModulePlan) -> str:
 
 
 def render_json(env: jinja2.Environment, module: ModulePlan) -> str:
-    """The module converting one message to Kafka JSON."""
-    return tidy(env.get_template("json.py.j2").render(json=module.json))
+    """The module converting one message to Kafka JSON (a ``versioned`` one: a function per struct)."""
+    assert module.json is not None
+    source = tidy(env.get_template("json.py.j2").render(json=module.json))
+    if not module.json.versioned:
+        return source
+    return tidy(merge_json(source, {fn.id: fn.served for fn in module.json.functions}, module.json.roots))
 
 
 def render_facts(env: jinja2.Environment, module: ModulePlan) -> str:
-    """The module extracting the facts of one message."""
-    return tidy(env.get_template("facts.py.j2").render(facts=module.facts))
+    """The module extracting the facts of one message (a ``versioned`` one: a function per struct)."""
+    facts = module.facts
+    assert facts is not None
+    source = tidy(env.get_template("facts.py.j2").render(facts=facts))
+    if not facts.versioned:
+        return source
+    families = (("f", facts.functions), ("c", facts.codes))
+    served = {f"{p}_{fn.id}": fn.served for p, fns in families for fn in fns}
+    return tidy(merge_facts(source, served, facts.roots, facts.codes_roots))
 
 
 def render_package(plan: PackagePlan) -> dict[str, dict[str, str]]:
