@@ -147,10 +147,17 @@ class CaptureStats:
         version = -1 if f.api_version is None else f.api_version
         self.apis[(api, version, f.direction)] += 1
         self.api_bytes[(api, version)] += 4 + (f.size or 0)
+        # (a histogram or a Counter made only for an API's first response that needs one: not, as a
+        # setdefault argument would, for every response)
         if f.direction == "response" and f.latency is not None:
-            self.latency.setdefault(api, LatencyHistogram()).add(max(f.latency, 0.0))
-        if facts is not None and f.direction == "response":
-            errors = self.errors.setdefault(api, Counter())
+            histogram = self.latency.get(api)
+            if histogram is None:
+                histogram = self.latency[api] = LatencyHistogram()
+            histogram.add(max(f.latency, 0.0))
+        if facts is not None and f.direction == "response" and facts.error_codes:
+            errors = self.errors.get(api)
+            if errors is None:
+                errors = self.errors[api] = Counter()
             for code, where in facts.error_codes:
                 errors[code] += 1
                 if fencing and code in FENCING_CODES:
