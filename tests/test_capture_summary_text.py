@@ -23,6 +23,7 @@ CAPTURES = [ROOT / "samples" / "sample.pcap", *sorted((ROOT / "tests" / "capture
 ODD = [
     "[bold]x[/bold]", "a:smile:b", "tab\there", "new\nline", "ünï", "日本", "x" * 190, "a [b] c",
     "\x1b[31mred", ":", "[", "\\[x]", "a:b:c", " lead", "trail ", ":smile", "x" * 60, "",
+    "t[0,1]", "a[B]", "x[#f00]y", "[/]", "[@x]", "\\[0]", "a[ b]", "z[9",
 ]  # fmt: skip
 
 

@@ -15,12 +15,15 @@ from typing import Any, Final
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 __all__ = ["print_summary"]
 
 _WIDTH: Final = 200  # of the piped output
-#: what rich would read in a cell's text: markup (``[...]``) or an emoji code (``:name:``)
-_SPECIAL: Final = re.compile(r"\[|:\S*?:")
+#: what rich would read in a cell's text: markup (a ``[`` that starts a tag: a lower-case letter, ``#``,
+#: ``/`` or ``@`` after it, as rich's markup parser has it; ``events[0,2]`` is printed as it is) or an
+#: emoji code (``:name:``)
+_SPECIAL: Final = re.compile(r"\[[a-z#/@]|:\S*?:")
 
 
 class _Rows:
@@ -39,11 +42,13 @@ class _Rows:
         return len(self.rows)
 
     def rich(self) -> Table:
+        # (cells as Text: what a capture names, such as a client id "[/]", is shown as it is, never
+        # read as markup or emoji codes)
         t = Table(title=self.title, title_justify="left", box=None, pad_edge=False, header_style="bold")
         for name, justify in self.columns:
             t.add_column(name, justify=justify, no_wrap=justify == "right")  # type: ignore[arg-type]
         for row in self.rows:
-            t.add_row(*row)
+            t.add_row(*[Text(cell) for cell in row])
         return t
 
     def plain(self) -> str | None:
@@ -94,7 +99,7 @@ class _Out:
             if text is not None:
                 buf.write(text + "\n")
                 return
-        self.console.print(item.rich() if isinstance(item, _Rows) else item)
+        self.console.print(item.rich() if isinstance(item, _Rows) else Text(item))
 
 
 def _table(title: str, columns: list[tuple[str, str]]) -> _Rows:
