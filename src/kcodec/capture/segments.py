@@ -227,6 +227,16 @@ def segment_of(
         return None
 
 
+def _ipv4_end(total: int, n: int) -> int:
+    """Where the IPv4 packet of ``total`` bytes (its header's total length; 0 in a TSO-offloaded
+    capture: up to the frame's end) ends in an Ethernet frame of ``n`` bytes; -1 when what is there
+    cannot hold the IPv4 and TCP headers."""
+    end = 14 + total if total >= 20 else n
+    if end > n:
+        end = n
+    return end if end - 34 >= 20 else -1
+
+
 def _segment(
     linktype: int,
     buf: bytes,
@@ -245,13 +255,10 @@ def _segment(
             _ETH_IPV4_TCP.unpack_from(buf, start)
         )
         if etype == _ETH_IPV4 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF and off >= 0x50:
-            n = stop - start
-            end = 14 + total if total >= 20 else n  # total 0: TSO-offloaded capture
-            if end > n:
-                end = n
-            at = 34 + (off >> 4) * 4
-            if end - 34 < 20:
+            end = _ipv4_end(total, stop - start)
+            if end < 0:
                 return None
+            at = 34 + (off >> 4) * 4
             payload = buf[start + at : start + end] if at < end else b""
             if not payload and not keep_acks and not flags & (TH_SYN | TH_FIN | TH_RST):
                 return None
@@ -446,13 +453,10 @@ def _segment_maker(
         ):
             total = buf[start + 16] << 8 | buf[start + 17]
             off, flags = buf[start + 46], buf[start + 47]
-            n = stop - start
-            end = 14 + total if total >= 20 else n  # total 0: TSO-offloaded capture
-            if end > n:
-                end = n
-            at = 34 + (off >> 4) * 4
-            if end - 34 < 20:
+            end = _ipv4_end(total, stop - start)
+            if end < 0:
                 return None
+            at = 34 + (off >> 4) * 4
             if at >= end and not keep_acks and not flags & 0x07:  # no data, no SYN, FIN, RST
                 return None
             ends = buf[start + 26 : start + 38]

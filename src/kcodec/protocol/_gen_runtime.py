@@ -141,19 +141,27 @@ def _count(buf: Buffer, pos: int, width: int, nullable: bool) -> tuple[int, int]
     return n, pos
 
 
-def _short_span(buf: Buffer, pos: int, blen: int, width: int) -> int:
-    """The length of a value whose length prefix at ``pos`` is short (a one-byte compact length, or an
-    int16 below 128) and whose bytes fit before ``blen``; -2 if the prefix is anything else."""
+def _short_text(buf: Buffer, pos: int, blen: int, width: int) -> tuple[str, int] | None:
+    """A string whose length prefix at ``pos`` is short (a one-byte compact length, or an int16 below
+    128), whose bytes fit before ``blen`` and are valid UTF-8, and the position after it; None for
+    anything else (null included), which the general path reads."""
     if pos + 1 < blen:
         if not width:
-            n = buf[pos] - 1
-            if 0 <= n < 127 and pos + 1 + n <= blen:
-                return n
-        elif width == 2 and not buf[pos]:
+            n = buf[pos] - 1  # (a one-byte varint: below 128; 0 is null)
+            start = pos + 1
+            if not 0 <= n < 127:
+                return None
+        elif width == 2 and not buf[pos] and buf[pos + 1] < 128:
             n = buf[pos + 1]
-            if n < 128 and pos + 2 + n <= blen:
-                return n
-    return -2
+            start = pos + 2
+        else:
+            return None
+        if start + n <= blen:
+            try:
+                return str(buf[start : start + n], "utf-8"), start + n
+            except UnicodeDecodeError:
+                return None  # (the general path names it)
+    return None
 
 
 def _span(buf: Buffer, pos: int, blen: int, width: int, nullable: bool, string: bool) -> tuple[int, int]:
@@ -178,27 +186,19 @@ def _text(buf: Buffer, pos: int, n: int) -> str:
 def read_string(buf: Buffer, pos: int, blen: int, width: int) -> tuple[str, int]:
     """A string that is not nullable, with its length prefix (``width``: 0 compact, 2 int16); returns
     (it, the position after it)."""
-    n = _short_span(buf, pos, blen, width)
-    if n >= 0:
-        start = pos + (2 if width else 1)
-        try:
-            return str(buf[start : start + n], "utf-8"), start + n
-        except UnicodeDecodeError:
-            pass  # (the general path names it)
+    found = _short_text(buf, pos, blen, width)
+    if found is not None:
+        return found
     pos, n = _span(buf, pos, blen, width, False, True)
     return _text(buf, pos, n), pos + n
 
 
 def read_nullable_string(buf: Buffer, pos: int, blen: int, width: int) -> tuple[str | None, int]:
     """A nullable string, as ``read_string``; None for null."""
-    n = _short_span(buf, pos, blen, width)
-    if n >= 0:
-        start = pos + (2 if width else 1)
-        try:
-            return str(buf[start : start + n], "utf-8"), start + n
-        except UnicodeDecodeError:
-            pass  # (the general path names it)
-    elif not width and pos < len(buf) and buf[pos] == 0:
+    found = _short_text(buf, pos, blen, width)
+    if found is not None:
+        return found
+    if not width and pos < len(buf) and buf[pos] == 0:
         return None, pos + 1
     pos, n = _span(buf, pos, blen, width, True, True)
     return (None, pos) if n < 0 else (_text(buf, pos, n), pos + n)
