@@ -204,34 +204,41 @@ def read_nullable_string(buf: Buffer, pos: int, blen: int, width: int) -> tuple[
     return (None, pos) if n < 0 else (_text(buf, pos, n), pos + n)
 
 
-def read_blob(buf: Buffer, pos: int, blen: int, width: int) -> tuple[bytes, int]:
-    """Bytes that are not nullable, with their length prefix (``width``: 0 compact, 4 int32)."""
+def _short_blob(buf: Buffer, pos: int, blen: int, width: int) -> tuple[bytes | None, int] | None:
+    """Bytes whose length prefix at ``pos`` is a one-byte compact length or an int32 (``width`` 0 or
+    4) and fit before ``blen``, and the position after them; ``(None, position)`` for a null prefix;
+    None for anything else, which the general path reads."""
     if not width and pos < len(buf):
-        n = buf[pos] - 1
-        if 0 <= n < 127 and pos + 1 + n <= blen:
-            return bytes(buf[pos + 1 : pos + 1 + n]), pos + 1 + n
+        n = buf[pos] - 1  # (a one-byte varint: below 128)
+        start = pos + 1
+        if n >= 127:
+            return None
     elif width == 4 and pos + 4 <= len(buf):
         n = _I32(buf, pos)[0]
-        if n >= 0 and pos + 4 + n <= blen:
-            return bytes(buf[pos + 4 : pos + 4 + n]), pos + 4 + n
+        start = pos + 4
+    else:
+        return None
+    if n == -1:
+        return None, start
+    if n >= 0 and start + n <= blen:
+        return bytes(buf[start : start + n]), start + n
+    return None
+
+
+def read_blob(buf: Buffer, pos: int, blen: int, width: int) -> tuple[bytes, int]:
+    """Bytes that are not nullable, with their length prefix (``width``: 0 compact, 4 int32)."""
+    found = _short_blob(buf, pos, blen, width)
+    if found is not None and found[0] is not None:
+        return found[0], found[1]
     pos, n = _span(buf, pos, blen, width, False, False)
     return bytes(buf[pos : pos + n]), pos + n
 
 
 def read_nullable_blob(buf: Buffer, pos: int, blen: int, width: int) -> tuple[bytes | None, int]:
     """Nullable bytes, as ``read_blob``; None for null."""
-    if not width and pos < len(buf):
-        n = buf[pos] - 1
-        if n < 0:
-            return None, pos + 1
-        if n < 127 and pos + 1 + n <= blen:
-            return bytes(buf[pos + 1 : pos + 1 + n]), pos + 1 + n
-    elif width == 4 and pos + 4 <= len(buf):
-        n = _I32(buf, pos)[0]
-        if n == -1:
-            return None, pos + 4
-        if n >= 0 and pos + 4 + n <= blen:
-            return bytes(buf[pos + 4 : pos + 4 + n]), pos + 4 + n
+    found = _short_blob(buf, pos, blen, width)
+    if found is not None:
+        return found
     pos, n = _span(buf, pos, blen, width, True, False)
     return (None, pos) if n < 0 else (bytes(buf[pos : pos + n]), pos + n)
 
