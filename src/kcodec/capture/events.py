@@ -1,7 +1,8 @@
 """What the capture stages yield: decoded frames (``CapturedFrame``) and problems (``CaptureIssue``).
 
-Both are plain records (slots dataclasses) that pickle, so that a distributed job can ship them; their
-``to_dict`` is the JSON-lines object ``kcodec decode-capture --json`` prints.
+Both are plain records (slots dataclasses, compiled in a standard install) that pickle, so that a
+distributed job can ship them; their ``to_dict`` is the JSON-lines object ``kcodec decode-capture
+--json`` prints.
 """
 
 from __future__ import annotations
@@ -68,15 +69,21 @@ def _api_name(key: int) -> str | None:
     return name
 
 
-_to_json: Any = None  # kcodec.protocol.jsonconv.to_json, imported on the first json_objects
+#: Kafka JSON converters of messages as their JSON lines write them (records as one base64 blob), by
+#: class and version: ``kcodec.protocol.jsonconv.json_converter``'s, found once each
+_RAW_JSON: dict[tuple[type, int], Any] = {}
 
 
-def _load_to_json() -> Any:
-    global _to_json
-    from kcodec.protocol.jsonconv import to_json
+def _raw_json(message: Message, version: int) -> dict[str, Any]:
+    """``kcodec.to_json(message, version)`` without its per-call dispatch."""
+    key = (type(message), version)
+    convert = _RAW_JSON.get(key)
+    if convert is None:
+        from kcodec.protocol.jsonconv import json_converter
 
-    _to_json = to_json
-    return to_json
+        convert = _RAW_JSON[key] = json_converter(type(message).MESSAGE_NAME, version)
+    out: dict[str, Any] = convert(message)
+    return out
 
 
 @dataclass(slots=True)
@@ -140,17 +147,20 @@ class CapturedFrame:
     ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """The header and the body as Kafka JSON objects (``kcodec.to_json``; the partial body's when
         the body did not decode), as :meth:`to_dict` shows them; None where there is none."""
-        to_json = _to_json or _load_to_json()
         header = (
             None
             if self.header is None or self.header_version is None
-            else to_json(self.header, self.header_version)
+            else _raw_json(self.header, self.header_version)
         )
         if self.partial is not None:
             return header, self.partial.to_json(records=records)
         if self.body is None or self.api_version is None:
             return header, None
-        return header, to_json(self.body, self.api_version, records=records)
+        if records != "raw":
+            from kcodec.protocol.jsonconv import to_json
+
+            return header, to_json(self.body, self.api_version, records=records)
+        return header, _raw_json(self.body, self.api_version)
 
     def to_dict(self, *, body: bool = True, records: RecordsMode = "raw") -> dict[str, Any]:
         """The JSON-lines object: the members of :data:`~kcodec.capture.record.FRAME_RECORD` in its
@@ -166,7 +176,9 @@ class CapturedFrame:
         messages found in its bytes fields (``kcodec.capture.groups``; ``[]`` if none).
         """
         out: dict[str, Any] = {"type": "frame"}
-        out.update(zip(PLAIN_NAMES, PLAIN_ATTRS(self), strict=True))  # then the rest, in record order
+        values = PLAIN_ATTRS(self)  # then the rest, in record order
+        for i, name in enumerate(PLAIN_NAMES):  # (compiled: a loop of stores; update(zip) makes pairs)
+            out[name] = values[i]
         if self.latency is not None:
             out["latency"] = self.latency
         if body:

@@ -52,11 +52,13 @@ RUNTIME_MODULES = ("kcodec.protocol.model", "kcodec.protocol.blobs")
 #: capture of small frames went from 303k to 199k instructions a frame, counted by callgrind).
 #: Not ``kcodec.protocol.frames``, for the reason ``kcodec.protocol.codec`` is not: its public
 #: functions would raise mypyc's TypeError for an argument of the wrong type instead of kcodec's
-#: WrongTypeError. Not the records the stages hand on (``kcodec.capture.events``' frames and issues,
-#: ``kcodec.protocol.facts_model``): the interpreted code that reads them (the CLI's table, the
-#: pipeline's rows) reads a compiled class's attributes 1.5-2.8x slower than a plain slotted class's,
-#: which made the table slower than in the pure build when they were compiled.
+#: WrongTypeError. And the records the stages hand on (``kcodec.capture.events``' frames and issues,
+#: ``kcodec.protocol.facts_model``' facts): the code that reads them per frame (the table, the JSON
+#: lines, the summary) is compiled too, so it reads their fields directly; compiled, they took a JSON
+#: line of a small frame from 172k to 157k instructions (callgrind, one more frame's cost).
 CAPTURE_MODULES = (
+    "kcodec.capture.events",
+    "kcodec.protocol.facts_model",
     "kcodec.capture.counting",
     "kcodec.capture.packets",
     "kcodec.capture.segments",
