@@ -3,13 +3,13 @@
 Each input is one split of one file (``path``, file order, ``start``, ``end``; ``end`` -1 for "to the
 end of the file", and the file's size). The split is read as a stream by the capture package's
 packet and segment stages (:func:`kcodec.capture.packets.iter_records` with
-:func:`kcodec.capture.segment_facts_maker`: no ``Segment`` object and no copy of the payload per
-packet). Its segments are grouped by connection key, and each group (at most :data:`CHUNK`
+:class:`kcodec.capture.packed.SegmentPacker`: no ``Segment`` object, no copy of the payload and no
+call per segment). Its segments are grouped by connection key, and each group (at most :data:`CHUNK`
 segments, in file order) becomes one record for stage 2 (kept in a stash file, :mod:`~kcodec.pipeline.stash`):
 ``((key, file order, offset of its first segment), packed)``, where
 ``packed`` holds, per segment, its TCP facts and *where its payload lies* in the file
-(:data:`SEGMENT_DTYPE`: 38 bytes a segment, packed with ``struct``, read back as a NumPy record
-array), not the payload, which stage 2 reads back (:mod:`~kcodec.pipeline.payloads`). Stage 2
+(:data:`SEGMENT_DTYPE`: 38 bytes a segment, read back as a NumPy record array), not the payload,
+which stage 2 reads back (:mod:`~kcodec.pipeline.payloads`). Stage 2
 thus gets one small record per connection and split instead of every payload, and sorting the
 records by their key puts each connection's segments in capture order (rotated files:
 by file order, then offset).
@@ -22,19 +22,19 @@ travel to stage 2 and on to the ``diagnostics`` table.
 from __future__ import annotations
 
 import json
-import struct
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from kcodec.capture import CaptureFileError, CaptureIssue
+from kcodec.capture.packed import PACKED_FIELDS, SegmentPacker
 from kcodec.capture.packets import iter_records
-from kcodec.capture.segments import segment_facts_maker
 from kcodec.pipeline.sources import open_input
 
 __all__ = [
     "CHUNK",
     "ISSUE_KEY_PREFIX",
     "SEGMENT_DTYPE",
+    "UNPACKED",
     "Split",
     "scan_split",
     "unpack",
@@ -45,19 +45,12 @@ __all__ = [
 ISSUE_KEY_PREFIX = "\x00file "
 #: Segments per record at most.
 CHUNK = 8192
-#: The packed fields of a segment: which endpoint of the key sent it (1: the first), TCP flags,
-#: sequence and acknowledgment numbers, capture time, the record's and the payload's file offsets
-#: (-1: no payload) and the payload's length.
-SEGMENT_DTYPE = [
-    ("forward", "u1"),
-    ("flags", "u1"),
-    ("seq", "<u4"),
-    ("ack", "<u4"),
-    ("timestamp", "<f8"),
-    ("offset", "<i8"),
-    ("payload_offset", "<i8"),
-    ("payload_length", "<i4"),
-]
+#: The packed fields of a segment (:data:`kcodec.capture.packed.PACKED_FIELDS`): sequence and
+#: acknowledgment numbers, which endpoint of the key sent it (1: the first), TCP flags, capture time,
+#: the record's and the payload's file offsets (-1: no payload) and the payload's length.
+SEGMENT_DTYPE = list(PACKED_FIELDS)
+#: The order :func:`unpack` gives the fields in.
+UNPACKED = ("forward", "flags", "seq", "ack", "timestamp", "offset", "payload_offset", "payload_length")
 
 Split = tuple[str, int, int, int, int, int]  # (path, file order, start, end or -1, file size, capture)
 Record = tuple[tuple[str, int, int], Any]  # ((key, file order, first offset), packed bytes | issue JSON)
@@ -76,77 +69,19 @@ def unreadable(path: str, message: str, offset: int | None = None) -> dict[str, 
     }
 
 
-#: :data:`SEGMENT_DTYPE` as a ``struct`` format (NumPy packs a record dtype without padding, too).
-_SEGMENT = struct.Struct("<BBIIdqqi")
-
-
 def unpack(packed: bytes) -> list[list[Any]]:
-    """The fields of packed segments as lists, in :data:`SEGMENT_DTYPE` order."""
+    """The fields of packed segments as lists, in :data:`UNPACKED` order."""
     import numpy as np
 
     array = np.frombuffer(packed, dtype=SEGMENT_DTYPE)
-    return [array[name].tolist() for name, _ in SEGMENT_DTYPE]
+    return [array[name].tolist() for name in UNPACKED]
 
 
 def _issue(path: str, order: int, offset: int, issue: dict[str, Any]) -> Record:
     return (ISSUE_KEY_PREFIX + path, order, offset), json.dumps(issue, ensure_ascii=False)
 
 
-class _Packer:
-    """Stage 1's segment builder (:data:`~kcodec.capture.SegmentBuilder`, called by the capture
-    package's maker per segment): packs each segment into its connection key's group and returns
-    the group's record once it holds :data:`CHUNK` segments (None otherwise, so that nothing is
-    yielded per packet)."""
-
-    __slots__ = ("forward", "groups", "order", "suffix")
-
-    def __init__(self, order: int, capture: int = 0) -> None:
-        self.order = order
-        # connections of different captures never share a key, even with the same addresses
-        self.suffix = f" #{capture}" if capture else ""
-        self.groups: dict[str, tuple[int, bytearray]] = {}  # key -> (first offset, packed segments)
-        self.forward: dict[tuple[str, str], bool] = {}  # (key, src) -> src is the key's first endpoint
-
-    def __call__(
-        self,
-        key: str,
-        src: str,
-        _dst: str,
-        seq: int,
-        ack: int,
-        flags: int,
-        timestamp: float,
-        length: int,
-        _file: str,
-        _index: int,
-        offset: int,
-        payload_offset: int,
-    ) -> Record | None:
-        group = self.groups.get(key)
-        if group is None:
-            group = self.groups[key] = (offset, bytearray())
-        forward = self.forward.get((key, src))
-        if forward is None:
-            forward = self.forward[(key, src)] = key.startswith(src) and key[len(src)] == " "
-        packed = group[1]
-        packed += _pack(forward, flags, seq, ack, timestamp, offset, payload_offset, length)
-        if len(packed) >= _FULL:
-            del self.groups[key]
-            return (key + self.suffix, self.order, group[0]), bytes(packed)
-        return None
-
-    def rest(self) -> Iterator[Record]:
-        """The groups not yet full, as records."""
-        for key, (first, packed) in self.groups.items():
-            yield (key + self.suffix, self.order, first), bytes(packed)
-        self.groups.clear()
-
-
-_pack = _SEGMENT.pack
-_FULL = CHUNK * _SEGMENT.size
-
-
-def _split_items(path: str, start: int, end: int | None, packer: _Packer) -> Iterator[Any]:
+def _split_items(path: str, start: int, end: int | None, packer: SegmentPacker) -> Iterator[Any]:
     """The split's full records and issues; a file that cannot be read gives
     one issue dict (from its first split only, so that it is reported once)."""
     try:
@@ -155,10 +90,9 @@ def _split_items(path: str, start: int, end: int | None, packer: _Packer) -> Ite
         if start == 0:
             yield unreadable(path, str(e))
         return
-    make, fragments = segment_facts_maker(path, packer)
     try:
-        yield from iter_records(source, make, start=start, end=end, name=path)
-        issue = fragments()
+        yield from iter_records(source, packer.make, start=start, end=end, name=path)
+        issue = packer.issue()
         if issue is not None:
             yield issue
     except CaptureFileError as e:
@@ -173,14 +107,18 @@ def _split_items(path: str, start: int, end: int | None, packer: _Packer) -> Ite
 def scan_split(split: Split, done: Done | None = None) -> Iterator[Record]:
     """Stage 1 for one split: its records (see the module docstring)."""
     path, order, start, end, size, capture = split
-    packer = _Packer(order, capture)
+    packer = SegmentPacker(path, CHUNK)
+    # connections of different captures never share a key, even with the same addresses
+    suffix = f" #{capture}" if capture else ""
     for item in _split_items(path, start, None if end < 0 else end, packer):
         if isinstance(item, tuple):
-            yield item
+            key, first, packed = item
+            yield (key + suffix, order, first), packed
         elif isinstance(item, CaptureIssue):
             yield _issue(path, order, item.file_offset or 0, item.to_dict())
         else:
             yield _issue(path, order, item.get("file_offset") or 0, item)
-    yield from packer.rest()
+    for key, first, packed in packer.rest():
+        yield (key + suffix, order, first), packed
     if done is not None:
         done(order, (end if end >= 0 else size) - start)
