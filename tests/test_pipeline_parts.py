@@ -90,13 +90,22 @@ def _odd_capture(tmp_path: Path, pcapng: bool) -> Path:
     return path
 
 
+@pytest.mark.parametrize("mapped", [True, False], ids=["read-together", "one-by-one"])
 @pytest.mark.parametrize("which", ["sample", "quirks", "rotated", "cut", "odd-pcap", "odd-pcapng", "split"])
-def test_scanned_segments_unpack_to_what_the_capture_package_read(which: str, tmp_path: Path) -> None:
-    """Stage 1 hands each segment's fields, not a ``Segment``, to its packer (and packs with
-    ``struct``); stage 2 unpacks with NumPy's record dtype: the records must hold exactly what
+def test_scanned_segments_unpack_to_what_the_capture_package_read(
+    which: str, mapped: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stage 1 packs each segment's fields, not a ``Segment``: a local file's packets read together
+    by NumPy (``mapped``), another's one by one by the capture package's packer; stage 2 unpacks
+    with NumPy's record dtype: the records must hold exactly what
     :func:`kcodec.capture.iter_segments` reads, field for field, issues included, whatever the
     packets (the uncommon ones go the capture package's general way) and wherever a split starts."""
     import numpy as np
+
+    import kcodec.pipeline.scan as scan
+
+    if not mapped:  # as for a file on another file system
+        monkeypatch.setattr(scan, "_mapping", lambda _path, _source: None)
 
     from kcodec.capture import CaptureIssue, iter_segments
     from kcodec.pipeline.scan import ISSUE_KEY_PREFIX
@@ -631,3 +640,35 @@ def test_files_are_grouped_into_captures_and_ordered_by_their_first_packet() -> 
     assert {f.capture for f in order_files(found, "one", times.get)} == {0}
     option = next(p for p in pipeline_command.params if p.name == "captures_by")
     assert tuple(option.type.choices) == CAPTURES_BY  # type: ignore[attr-defined]
+
+
+def test_stage_one_records_are_the_same_segments_whatever_the_batches_and_chunks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The packets read together are made records every BATCH packets, and a key's segments cut
+    every CHUNK: smaller batches and chunks give more records but the same segments per key, in the
+    same order, each record's first offset that of its first segment."""
+    import kcodec.pipeline.scan as scan
+    import kcodec.pipeline.vectorscan as vectorscan
+
+    path = str(Path(__file__).parent / "captures" / "mock_quirks.pcap")
+    size = Path(path).stat().st_size
+
+    def per_key() -> tuple[dict[str, list[tuple[Any, ...]]], int]:
+        got: dict[str, list[tuple[Any, ...]]] = {}
+        records = 0
+        for (key, _order, first), packed in scan.scan_split((path, 0, 0, -1, size, 0)):
+            if key.startswith(scan.ISSUE_KEY_PREFIX):
+                continue
+            rows = list(zip(*scan.unpack(packed), strict=True))
+            assert first == rows[0][5]
+            got.setdefault(key, []).extend(rows)
+            records += 1
+        return got, records
+
+    whole, records = per_key()
+    monkeypatch.setattr(vectorscan, "BATCH", 3)
+    monkeypatch.setattr(scan, "CHUNK", 2)
+    cut, more = per_key()
+    assert cut == whole and more > records
+    assert sum(map(len, whole.values())) > 10

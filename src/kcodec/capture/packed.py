@@ -168,6 +168,32 @@ class SegmentPacker:
         data_offset: int,
     ) -> Packed | None:
         """A packet that is not Ethernet, IPv4 without options and TCP: the general parser's segment."""
+        made = self.general(index, offset, ts, linktype, buf, start, stop, data_offset)
+        if made is None:
+            return None
+        key, one = made
+        group = self._group(key)
+        packed = group.packed
+        if not packed:
+            group.first = offset
+        packed += one
+        if len(packed) >= self._full:
+            return group.take()
+        return None
+
+    def general(
+        self,
+        index: int,
+        offset: int,
+        ts: float,
+        linktype: int,
+        buf: bytes,
+        start: int,
+        stop: int,
+        data_offset: int,
+    ) -> tuple[str, bytes] | None:
+        """The segment of any packet read by the general parser, as (key, its packed bytes), not added
+        to its key's; None if it has none (an IP fragment is counted)."""
         try:
             seg = _segment(linktype, buf, start, stop, ts, self.file, index, offset, data_offset, False)
         except _Fragment:
@@ -175,16 +201,16 @@ class SegmentPacker:
             return None
         if seg is None:
             return None
-        group = self._group(seg.key)
-        packed = group.packed
-        if not packed:
-            group.first = offset
-        packed += _SEQ_ACK.pack(seg.seq, seg.ack)
         forward = int(_forward(seg.key, seg.src))
-        packed += _REST.pack(forward, seg.flags, ts, offset, seg.payload_offset, len(seg.payload))
-        if len(packed) >= self._full:
-            return group.take()
-        return None
+        one = _SEQ_ACK.pack(seg.seq, seg.ack) + _REST.pack(
+            forward, seg.flags, ts, offset, seg.payload_offset, len(seg.payload)
+        )
+        return seg.key, one
+
+    def saw(self, ts: float) -> None:
+        """Take ``ts`` as the time of the last packet read (for the fragments' issue), when the packets
+        were read apart from :attr:`make`."""
+        self._seen.last_ts = ts
 
     def rest(self) -> Iterator[Packed]:
         """The keys' segments not yet handed on."""

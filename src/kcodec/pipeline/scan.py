@@ -22,13 +22,15 @@ travel to stage 2 and on to the ``diagnostics`` table.
 from __future__ import annotations
 
 import json
+import mmap
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from kcodec.capture import CaptureFileError, CaptureIssue
 from kcodec.capture.packed import PACKED_FIELDS, SegmentPacker
 from kcodec.capture.packets import iter_records
-from kcodec.pipeline.sources import open_input
+from kcodec.pipeline.sources import local_path, open_input
+from kcodec.pipeline.vectorscan import Marks
 
 __all__ = [
     "CHUNK",
@@ -81,26 +83,49 @@ def _issue(path: str, order: int, offset: int, issue: dict[str, Any]) -> Record:
     return (ISSUE_KEY_PREFIX + path, order, offset), json.dumps(issue, ensure_ascii=False)
 
 
+def _mapping(path: str, source: Any) -> mmap.mmap | None:
+    """A memory mapping of a local input (None for another file system, an empty file, a pipe)."""
+    if local_path(path) is None:
+        return None
+    try:
+        return mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+
+
 def _split_items(path: str, start: int, end: int | None, packer: SegmentPacker) -> Iterator[Any]:
-    """The split's full records and issues; a file that cannot be read gives
-    one issue dict (from its first split only, so that it is reported once)."""
+    """The split's records, lists of records and issues; a file that cannot be read gives one issue
+    dict (from its first split only, so that it is reported once). A local file's packets are read
+    together (:mod:`~kcodec.pipeline.vectorscan`), another's one by one by ``packer``."""
     try:
         source = open_input(path)
     except OSError as e:
         if start == 0:
             yield unreadable(path, str(e))
         return
+    mapped = _mapping(path, source)
+    marks = None if mapped is None else Marks(mapped, packer, CHUNK)
+    failed: dict[str, Any] | None = None
     try:
-        yield from iter_records(source, packer.make, start=start, end=end, name=path)
-        issue = packer.issue()
-        if issue is not None:
-            yield issue
-    except CaptureFileError as e:
-        if start == 0:
-            yield unreadable(path, str(e))
-    except OSError as e:
-        yield unreadable(path, f"read error: {e}")
+        try:
+            yield from iter_records(
+                source, packer.make if marks is None else marks.make, start=start, end=end, name=path
+            )
+        except CaptureFileError as e:
+            failed = unreadable(path, str(e)) if start == 0 else {}
+        except OSError as e:
+            failed = unreadable(path, f"read error: {e}")
+        if marks is not None:
+            yield marks.flush()
+        if failed is None:
+            issue = packer.issue()
+            if issue is not None:
+                yield issue
+        elif failed:
+            yield failed
     finally:
+        if mapped is not None:
+            mapped.close()
         source.close()
 
 
@@ -114,6 +139,9 @@ def scan_split(split: Split, done: Done | None = None) -> Iterator[Record]:
         if isinstance(item, tuple):
             key, first, packed = item
             yield (key + suffix, order, first), packed
+        elif isinstance(item, list):
+            for key, first, packed in item:
+                yield (key + suffix, order, first), packed
         elif isinstance(item, CaptureIssue):
             yield _issue(path, order, item.file_offset or 0, item.to_dict())
         else:
