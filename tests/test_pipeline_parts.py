@@ -642,33 +642,34 @@ def test_files_are_grouped_into_captures_and_ordered_by_their_first_packet() -> 
     assert tuple(option.type.choices) == CAPTURES_BY  # type: ignore[attr-defined]
 
 
-def test_stage_one_records_are_the_same_segments_whatever_the_batches_and_chunks(
-    monkeypatch: pytest.MonkeyPatch,
+def test_stage_one_records_are_the_packers_whatever_the_batches_and_chunks(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """The packets read together are made records every BATCH packets, and a key's segments cut
-    every CHUNK: smaller batches and chunks give more records but the same segments per key, in the
-    same order, each record's first offset that of its first segment."""
+    """A local file's packets read together make the records the capture package's packer makes
+    one packet at a time, byte for byte and in its order (the order in which the job meets the
+    connection keys decides ties when it deals them into partitions), the issues alike; whatever
+    the batches the packets are read in and the chunks the segments are cut into."""
     import kcodec.pipeline.scan as scan
     import kcodec.pipeline.vectorscan as vectorscan
 
-    path = str(Path(__file__).parent / "captures" / "mock_quirks.pcap")
-    size = Path(path).stat().st_size
+    here = Path(__file__).parent
+    paths = [here / "captures" / "mock_quirks.pcap", here.parent / "samples" / "sample.pcap"]
+    paths += [_odd_capture(tmp_path, False), _odd_capture(tmp_path, True)]
 
-    def per_key() -> tuple[dict[str, list[tuple[Any, ...]]], int]:
-        got: dict[str, list[tuple[Any, ...]]] = {}
-        records = 0
-        for (key, _order, first), packed in scan.scan_split((path, 0, 0, -1, size, 0)):
-            if key.startswith(scan.ISSUE_KEY_PREFIX):
-                continue
-            rows = list(zip(*scan.unpack(packed), strict=True))
-            assert first == rows[0][5]
-            got.setdefault(key, []).extend(rows)
-            records += 1
-        return got, records
+    def records(path: Path, mapped: bool) -> tuple[list[Any], list[Any]]:
+        with monkeypatch.context() as m:
+            if not mapped:
+                m.setattr(scan, "_mapping", lambda _path, _source: None)
+            out = list(scan.scan_split((str(path), 0, 0, -1, path.stat().st_size, 0)))
+        issues = [r for r in out if r[0][0].startswith(scan.ISSUE_KEY_PREFIX)]
+        return [r for r in out if r not in issues], issues
 
-    whole, records = per_key()
-    monkeypatch.setattr(vectorscan, "BATCH", 3)
-    monkeypatch.setattr(scan, "CHUNK", 2)
-    cut, more = per_key()
-    assert cut == whole and more > records
-    assert sum(map(len, whole.values())) > 10
+    for batch, chunk in ((vectorscan.BATCH, scan.CHUNK), (3, 2), (5, 1)):
+        monkeypatch.setattr(vectorscan, "BATCH", batch)
+        monkeypatch.setattr(scan, "CHUNK", chunk)
+        made = 0
+        for path in paths:
+            got, want = records(path, True), records(path, False)
+            assert got == want, (path, batch, chunk)
+            made += len(got[0])
+        assert made >= (10 if chunk == scan.CHUNK else 40)  # (smaller chunks: more records)

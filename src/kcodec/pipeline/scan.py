@@ -116,7 +116,7 @@ def _split_items(path: str, start: int, end: int | None, packer: SegmentPacker) 
         except OSError as e:
             failed = unreadable(path, f"read error: {e}")
         if marks is not None:
-            yield marks.flush()
+            yield marks.finish()
         if failed is None:
             issue = packer.issue()
             if issue is not None:
