@@ -30,7 +30,7 @@ from kcodec.capture import CaptureFileError, CaptureIssue
 from kcodec.capture.packed import PACKED_FIELDS, SegmentPacker
 from kcodec.capture.packets import iter_records
 from kcodec.pipeline.sources import local_path, open_input
-from kcodec.pipeline.vectorscan import Marks, walk
+from kcodec.pipeline.vectorscan import Marks
 
 __all__ = [
     "CHUNK",
@@ -93,10 +93,10 @@ def _mapping(path: str, source: Any) -> mmap.mmap | None:
         return None
 
 
-def _split_items(path: str, start: int, end: int | None) -> Iterator[Any]:
+def _split_items(path: str, start: int, end: int | None, packer: SegmentPacker) -> Iterator[Any]:
     """The split's records, lists of records and issues; a file that cannot be read gives one issue
     dict (from its first split only, so that it is reported once). A local file's packets are read
-    together (:mod:`~kcodec.pipeline.vectorscan`), another's one by one by the packer."""
+    together (:mod:`~kcodec.pipeline.vectorscan`), another's one by one by ``packer``."""
     try:
         source = open_input(path)
     except OSError as e:
@@ -104,53 +104,38 @@ def _split_items(path: str, start: int, end: int | None) -> Iterator[Any]:
             yield unreadable(path, str(e))
         return
     mapped = _mapping(path, source)
+    marks = None if mapped is None else Marks(mapped, packer, CHUNK)
+    failed: dict[str, Any] | None = None
     try:
-        if mapped is not None:
-            packer = SegmentPacker(path, CHUNK)
-            walked = walk(mapped, start, end, Marks(mapped, packer, CHUNK))
-            if walked is not None:
-                yield walked
-                issue = packer.issue()
-                if issue is not None:
-                    yield issue
-                return
-        yield from _read_items(path, source, start, end, mapped)
+        try:
+            yield from iter_records(
+                source, packer.make if marks is None else marks.make, start=start, end=end, name=path
+            )
+        except CaptureFileError as e:
+            failed = unreadable(path, str(e)) if start == 0 else {}
+        except OSError as e:
+            failed = unreadable(path, f"read error: {e}")
+        if marks is not None:
+            yield marks.finish()
+        if failed is None:
+            issue = packer.issue()
+            if issue is not None:
+                yield issue
+        elif failed:
+            yield failed
     finally:
         if mapped is not None:
             mapped.close()
         source.close()
 
 
-def _read_items(
-    path: str, source: Any, start: int, end: int | None, mapped: mmap.mmap | None
-) -> Iterator[Any]:
-    """:func:`_split_items` by the record reader."""
-    packer = SegmentPacker(path, CHUNK)
-    marks = None if mapped is None else Marks(mapped, packer, CHUNK)
-    failed: dict[str, Any] | None = None
-    try:
-        yield from iter_records(
-            source, packer.make if marks is None else marks.make, start=start, end=end, name=path
-        )
-    except CaptureFileError as e:
-        failed = unreadable(path, str(e)) if start == 0 else {}
-    except OSError as e:
-        failed = unreadable(path, f"read error: {e}")
-    yield marks.finish() if marks is not None else list(packer.rest())
-    if failed is None:
-        issue = packer.issue()
-        if issue is not None:
-            yield issue
-    elif failed:
-        yield failed
-
-
 def scan_split(split: Split, done: Done | None = None) -> Iterator[Record]:
     """Stage 1 for one split: its records (see the module docstring)."""
     path, order, start, end, size, capture = split
+    packer = SegmentPacker(path, CHUNK)
     # connections of different captures never share a key, even with the same addresses
     suffix = f" #{capture}" if capture else ""
-    for item in _split_items(path, start, None if end < 0 else end):
+    for item in _split_items(path, start, None if end < 0 else end, packer):
         if isinstance(item, tuple):
             key, first, packed = item
             yield (key + suffix, order, first), packed
@@ -161,5 +146,7 @@ def scan_split(split: Split, done: Done | None = None) -> Iterator[Record]:
             yield _issue(path, order, item.file_offset or 0, item.to_dict())
         else:
             yield _issue(path, order, item.get("file_offset") or 0, item)
+    for key, first, packed in packer.rest():
+        yield (key + suffix, order, first), packed
     if done is not None:
         done(order, (end if end >= 0 else size) - start)

@@ -1,10 +1,8 @@
 """Stage 1 on a local file: the packets' headers read together, by NumPy, instead of one call each.
 
-A classic pcap file whose records are all sound is walked here, straight from its memory mapping
-(:func:`walk`); any other (pcapng, damage, a cut, a split that starts inside the file) by the
-record reader (:func:`kcodec.capture.packets.iter_records`), which reports the file's problems,
-with a maker (:class:`Marks`) that only notes where each packet's data lies in the file, its
-length, link type, record offset and time. Every :data:`BATCH` packets, and
+The record reader (:func:`kcodec.capture.packets.iter_records`) still walks the records and
+reports the file's problems; its maker here (:class:`Marks`) only notes where each packet's data
+lies in the file, its length, link type, record offset and time. Every :data:`BATCH` packets, and
 at the end, the first :data:`HEAD` bytes of the packets noted are read from the file's memory
 mapping as one array, which gets what :class:`kcodec.capture.packed.SegmentPacker`'s maker does per
 packet, for all of them at once:
@@ -17,7 +15,6 @@ into records of at most ``chunk`` segments: the packer's own records, byte for b
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
@@ -25,7 +22,7 @@ from typing import Any
 from kcodec.capture.packed import PACKED_FIELDS, Packed, SegmentPacker
 from kcodec.capture.segments import _names_by_ends, _names_of_ends
 
-__all__ = ["BATCH", "HEAD", "Marks", "walk"]
+__all__ = ["BATCH", "HEAD", "Marks"]
 
 #: Bytes of each packet read as an array: Ethernet, IPv4 without options and TCP up to its flags.
 HEAD = 48
@@ -251,45 +248,3 @@ def _with_others(rows: tuple[Any, Any], other: Any, noted: Any, mapped: Any, mar
         return rows
     more = np.frombuffer(b"".join(parts), dtype=list(PACKED_FIELDS))
     return _joined(rows, (more, np.array(key_of, np.int64)))
-
-
-def walk(mapped: Any, start: int, end: int | None, marks: Marks) -> list[Packed] | None:
-    """Every record of a classic pcap file whose records are all sound (or of its first split, up to
-    the record that starts before ``end``), noted in ``marks`` straight from the mapping, without
-    the record reader's call per record; the records made of them (:meth:`Marks.finish`). None,
-    with nothing done that counts, for a file the reader must read: pcapng, a split that starts
-    inside the file, or a record the reader would take as damage or a cut (its checks are the
-    same), so that the file's issues are the reader's."""
-    from kcodec.capture.packets import _PCAP_MAGICS, MAX_TIME_JUMP, _Pcap
-
-    n = len(mapped)
-    if start > 24 or n < 24 or mapped[:4] not in _PCAP_MAGICS:
-        return None
-    pcap = _Pcap(io.BytesIO(mapped[4:24]), mapped[:4], "")
-    unpack, unit, linktype = pcap.header.unpack_from, pcap.unit, pcap.linktype
-    max_len, frac_max, jump = pcap.max_len, pcap.frac_max, MAX_TIME_JUMP
-    stop = n if end is None else min(n, end)
-    notes = marks.notes
-    note, full = notes.extend, BATCH * _NOTED
-    records: list[Packed] = []
-    i, last, timed = 24, 0.0, False
-    while i < stop:
-        if i + 16 > n:
-            return None
-        sec, frac, incl, orig = unpack(mapped, i)
-        at = i + 16
-        after = at + incl
-        if (
-            incl > max_len
-            or orig < incl
-            or frac >= frac_max
-            or after > n
-            or (timed and not -jump <= sec - last <= jump)
-        ):
-            return None
-        last, timed = float(sec), True
-        note((i, sec + frac * unit, linktype, at, incl))
-        i = after
-        if len(notes) >= full:
-            records += marks.flush()
-    return records + marks.finish()
