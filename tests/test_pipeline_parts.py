@@ -655,6 +655,9 @@ def test_stage_one_records_are_the_packers_whatever_the_batches_and_chunks(
     here = Path(__file__).parent
     paths = [here / "captures" / "mock_quirks.pcap", here.parent / "samples" / "sample.pcap"]
     paths += [_odd_capture(tmp_path, False), _odd_capture(tmp_path, True)]
+    cut = tmp_path / "cut.pcap"  # (cut short: an issue, and the cut packet's captured part)
+    cut.write_bytes(paths[1].read_bytes()[:-7])
+    paths.append(cut)
 
     def records(path: Path, mapped: bool) -> tuple[list[Any], list[Any]]:
         with monkeypatch.context() as m:
