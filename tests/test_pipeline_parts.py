@@ -104,8 +104,7 @@ def test_scanned_segments_unpack_to_what_the_capture_package_read(
 
     import kcodec.pipeline.scan as scan
 
-    if not mapped:  # as for a file on another file system
-        monkeypatch.setattr(scan, "_mapping", lambda _path, _source: None)
+    monkeypatch.setattr(scan, "READ_TOGETHER", mapped)  # (one by one: as for a file elsewhere)
 
     from kcodec.capture import CaptureIssue, iter_segments
     from kcodec.pipeline.scan import ISSUE_KEY_PREFIX
@@ -661,8 +660,7 @@ def test_stage_one_records_are_the_packers_whatever_the_batches_and_chunks(
 
     def records(path: Path, mapped: bool) -> tuple[list[Any], list[Any]]:
         with monkeypatch.context() as m:
-            if not mapped:
-                m.setattr(scan, "_mapping", lambda _path, _source: None)
+            m.setattr(scan, "READ_TOGETHER", mapped)
             out = list(scan.scan_split((str(path), 0, 0, -1, path.stat().st_size, 0)))
         issues = [r for r in out if r[0][0].startswith(scan.ISSUE_KEY_PREFIX)]
         return [r for r in out if r not in issues], issues
