@@ -236,9 +236,8 @@ def _with_others(rows: tuple[Any, Any], other: Any, noted: Any, mapped: Any, mar
     for i in other.tolist():
         offset, ts, linktype, at_data, length = noted[i].tolist()
         start = int(at_data)
-        made = marks.packer.general(
-            0, int(offset), ts, int(linktype), mapped, start, start + int(length), start
-        )
+        data = mapped[start : start + int(length)]  # (bytes: the compiled packer takes no mapping)
+        made = marks.packer.general(0, int(offset), ts, int(linktype), data, 0, len(data), start)
         if made is None:
             continue
         key, one = made
