@@ -180,7 +180,7 @@ def test_frames_equal_decode_capture_row_for_row(frames: list[dict[str, Any]], r
     assert all(len(str(r["date"])) == 10 for r in frames)
 
 
-def test_frames_files_are_zstd_compressed(spark: Any, output: Path, frames: list[dict[str, Any]]) -> None:
+def test_frames_files_are_snappy_compressed(spark: Any, output: Path, frames: list[dict[str, Any]]) -> None:
     files = sorted((output / "frames").rglob("*.parquet"))
     assert files
     for path in files:
@@ -190,7 +190,7 @@ def test_frames_files_are_zstd_compressed(spark: Any, output: Path, frames: list
             for g in range(meta.num_row_groups)
             for c in range(meta.num_columns)
         }
-        assert codecs == {"ZSTD"}, (path, codecs)
+        assert codecs == {"SNAPPY"}, (path, codecs)
     # Spark reads them back as pyarrow does (the frames fixture)
     assert spark.read.parquet(str(output / "frames")).count() == len(frames) > 200
 

@@ -90,13 +90,21 @@ def _odd_capture(tmp_path: Path, pcapng: bool) -> Path:
     return path
 
 
+@pytest.mark.parametrize("mapped", [True, False], ids=["read-together", "one-by-one"])
 @pytest.mark.parametrize("which", ["sample", "quirks", "rotated", "cut", "odd-pcap", "odd-pcapng", "split"])
-def test_scanned_segments_unpack_to_what_the_capture_package_read(which: str, tmp_path: Path) -> None:
-    """Stage 1 hands each segment's fields, not a ``Segment``, to its packer (and packs with
-    ``struct``); stage 2 unpacks with NumPy's record dtype: the records must hold exactly what
+def test_scanned_segments_unpack_to_what_the_capture_package_read(
+    which: str, mapped: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stage 1 packs each segment's fields, not a ``Segment``: a local file's packets read together
+    by NumPy (``mapped``), another's one by one by the capture package's packer; stage 2 unpacks
+    with NumPy's record dtype: the records must hold exactly what
     :func:`kcodec.capture.iter_segments` reads, field for field, issues included, whatever the
     packets (the uncommon ones go the capture package's general way) and wherever a split starts."""
     import numpy as np
+
+    import kcodec.pipeline.scan as scan
+
+    monkeypatch.setattr(scan, "READ_TOGETHER", mapped)  # (one by one: as for a file elsewhere)
 
     from kcodec.capture import CaptureIssue, iter_segments
     from kcodec.pipeline.scan import ISSUE_KEY_PREFIX
@@ -631,3 +639,38 @@ def test_files_are_grouped_into_captures_and_ordered_by_their_first_packet() -> 
     assert {f.capture for f in order_files(found, "one", times.get)} == {0}
     option = next(p for p in pipeline_command.params if p.name == "captures_by")
     assert tuple(option.type.choices) == CAPTURES_BY  # type: ignore[attr-defined]
+
+
+def test_stage_one_records_are_the_packers_whatever_the_batches_and_chunks(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A local file's packets read together make the records the capture package's packer makes
+    one packet at a time, byte for byte and in its order (the order in which the job meets the
+    connection keys decides ties when it deals them into partitions), the issues alike; whatever
+    the batches the packets are read in and the chunks the segments are cut into."""
+    import kcodec.pipeline.scan as scan
+    import kcodec.pipeline.vectorscan as vectorscan
+
+    here = Path(__file__).parent
+    paths = [here / "captures" / "mock_quirks.pcap", here.parent / "samples" / "sample.pcap"]
+    paths += [_odd_capture(tmp_path, False), _odd_capture(tmp_path, True)]
+    cut = tmp_path / "cut.pcap"  # (cut short: an issue, and the cut packet's captured part)
+    cut.write_bytes(paths[1].read_bytes()[:-7])
+    paths.append(cut)
+
+    def records(path: Path, mapped: bool) -> tuple[list[Any], list[Any]]:
+        with monkeypatch.context() as m:
+            m.setattr(scan, "READ_TOGETHER", mapped)
+            out = list(scan.scan_split((str(path), 0, 0, -1, path.stat().st_size, 0)))
+        issues = [r for r in out if r[0][0].startswith(scan.ISSUE_KEY_PREFIX)]
+        return [r for r in out if r not in issues], issues
+
+    for batch, chunk in ((vectorscan.BATCH, scan.CHUNK), (3, 2), (5, 1)):
+        monkeypatch.setattr(vectorscan, "BATCH", batch)
+        monkeypatch.setattr(scan, "CHUNK", chunk)
+        made = 0
+        for path in paths:
+            got, want = records(path, True), records(path, False)
+            assert got == want, (path, batch, chunk)
+            made += len(got[0])
+        assert made >= (10 if chunk == scan.CHUNK else 40)  # (smaller chunks: more records)

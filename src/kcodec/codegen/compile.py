@@ -62,6 +62,7 @@ CAPTURE_MODULES = (
     "kcodec.capture.counting",
     "kcodec.capture.packets",
     "kcodec.capture.segments",
+    "kcodec.capture.packed",
     "kcodec.capture.reassembly",
     "kcodec.capture.framing",
     "kcodec.capture.connection",
