@@ -2,7 +2,8 @@
 
 For each merged message: the per-version layouts, de-duplicated into functions with stable ids
 (``<Struct>_v<first version>``), each function's read/write/skip operations (``plan_ops``), the classes
-with their field docs, the constant pool, the runtime field descriptions and the construct definitions.
+with their field docs, the constant pool and the runtime field descriptions (from which the runtime also
+builds the construct definitions, ``kcodec.protocol.construct_backend``).
 The package plan adds the API registry (``kcodec.codegen.registry``). Planning has no side effects; the
 back ends print the result.
 """
@@ -15,7 +16,6 @@ from kcodec.codegen.compile import HEADERS, HOT_APIS
 from kcodec.codegen.constants import ConstantPool
 from kcodec.codegen.layout import FieldPlan, StructPlan, ValuePlan, default_source, layout_message
 from kcodec.codegen.merge import MergedMessage, MergedStruct
-from kcodec.codegen.plan_construct import ConstructPlanner
 from kcodec.codegen.plan_facts import plan_facts
 from kcodec.codegen.plan_json import plan_json
 from kcodec.codegen.plan_ops import OpBuilder
@@ -117,9 +117,6 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
         _plan_function(sp, ids, tuple(served[sp]), sp in roots, pool, merged.name, target)
         for sp in ids
     )
-    construct = ConstructPlanner(ids)
-    structs = tuple(construct.struct(sp, version_ranges(served[sp])) for sp in ids)
-    construct_imports, backend_imports = construct.imports()
     owners = tuple((v, merged.owner(v).source) for v in merged.versions)
     sources = tuple(source_files[s.source] for s in reversed(merged.specs))
     fields_by_set = specs_by_set(merged)
@@ -149,9 +146,6 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
         owners=owners,
         flexible=tuple((s.source, vrange(s.flexible_versions)) for s in reversed(merged.specs)),
         source_files=tuple((s.source, source_files[s.source]) for s in reversed(merged.specs)),
-        construct=structs,
-        construct_imports=construct_imports,
-        backend_imports=backend_imports,
         bound_decoders=tuple((v, ids[root]) for v, root in layouts.items()) if target.compiled else (),
         bound_encoders=tuple((v, ids[root]) for v, root in layouts.items()) if target.compiled else (),
         bound_encoders_chunked=any(writes_blobs(root) for root in roots),

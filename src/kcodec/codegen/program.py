@@ -1,7 +1,7 @@
 """The emitter-ready plan: what the back ends print, with every decision already taken.
 
 ``kcodec.codegen.planner`` builds it from the merged specs and their per-version layouts; the Python
-templates and the construct back end only print it. Nothing here is computed at print time: function
+templates only print it. Nothing here is computed at print time: function
 ids, the strategy of every array and struct, constant names, local variable names and the checks a
 value needs are all fields.
 
@@ -373,20 +373,6 @@ class ClassPlan:
         return first if len(self.infos) > 1 and all(i == first for _s, i in self.infos) else None
 
 
-@dataclass(frozen=True, slots=True)
-class ConstructStruct:
-    """One struct layout as a construct definition (same ids as the Python functions)."""
-
-    name: str
-    cls: str
-    versions: str
-    plural: bool
-    flexible: bool
-    members: tuple[tuple[str, str], ...]  # (attr, construct expression)
-    #: (tag, attr, construct expression, default, spec name) per known tagged field
-    tagged: tuple[tuple[int, str, str, str, str], ...]
-
-
 # --- JSON conversion -----------------------------------------------------------------------------------
 
 
@@ -497,7 +483,7 @@ class FactsModulePlan:
 
 @dataclass(frozen=True, slots=True)
 class ModulePlan:
-    """Everything one message's generated modules hold (the codec module and the construct module)."""
+    """Everything one message's generated modules hold (the codec module, its JSON and facts modules)."""
 
     name: str
     module: str
@@ -519,9 +505,6 @@ class ModulePlan:
     owners: tuple[tuple[int, str], ...]
     flexible: tuple[tuple[str, str], ...]  # spec set -> flexible range source
     source_files: tuple[tuple[str, str], ...]
-    construct: tuple[ConstructStruct, ...]
-    construct_imports: tuple[str, ...]
-    backend_imports: tuple[str, ...]
     #: compiled: version -> root function id of the bound eager decoders (``kcodec.decoder``) printed as
     #: native functions: a whole ``bytes`` body read by one native call, anything else through
     #: ``kcodec.protocol.codec.decode``
