@@ -141,6 +141,9 @@ class ReadArray:
     skip: SkipStructArray | None = None  # lazy: how the elements are walked
     element: ReadValue | None = None  # generic: one element read into ``item``
     message: str = ""  # lazy: the message name (LazyArray error paths)
+    #: lazy: a version the array is read at (a literal, or ``v`` in a versioned module's function), from
+    #: which a LazyArray whose element fails to build has the runtime read the element again
+    version: str = ""
     build: BuildObject | None = None  # inline/shaped, compiled: the element made from its locals
 
 
@@ -365,6 +368,9 @@ class ClassPlan:
     doc: str
     fields: tuple[ClassField, ...]
     infos: tuple[tuple[str, tuple[str, ...]], ...]  # spec set -> FieldInfo sources
+    #: source of ``StructInfo.in_place``: the version ranges at which arrays of the struct are written
+    #: element in place (``strategy.write_strategy``: shaped or inline); "" for none
+    in_place: str = ""
 
     @property
     def shared_infos(self) -> tuple[str, ...] | None:
