@@ -1,4 +1,4 @@
-"""The construct backend: a second, independent codec generated from the same plans as the fast one.
+"""The construct backend: a second, independent codec built at run time from the messages' runtime model.
 
 For every golden case, ``construct_schema(name, v).parse`` consumes every byte and agrees with
 ``kcodec.decode``, and building the Container of the decoded message gives exactly Kafka's bytes.
@@ -217,3 +217,27 @@ def test_known_tagged_fields_are_written_only_when_not_default() -> None:
     assert nested.unknown_tagged_fields == [(3, b"\x01")]
     reparsed = schema.parse(data).responses[0].partitions[0].current_leader
     assert reparsed[UNKNOWN_TAGGED_FIELDS] == [(3, b"\x01")]
+
+
+def _tagged_sections(c: Any) -> list[Any]:
+    """Every known-tag list of the Flexible structs inside a construct definition, outermost first."""
+    from kcodec.protocol.construct_backend import Flexible
+
+    found = [c.tagged] if isinstance(c, Flexible) and c.tagged else []
+    inner = [*getattr(c, "subcons", ()), *([c.subcon] if hasattr(c, "subcon") else [])]
+    inner += [t.subcon for t in getattr(c, "tagged", ())]
+    for sub in inner:
+        found.extend(_tagged_sections(sub))
+    return found
+
+
+def test_known_tags_carry_their_spec_names_and_container_defaults() -> None:
+    # FetchResponse v12's PartitionData: three tagged structs, built from the runtime model (INFO)
+    sections = _tagged_sections(construct_schema("FetchResponse", 12))
+    tagged = next(t for t in sections if t[0].name == "diverging_epoch")
+    assert [(t.tag, t.name, t.spec_name) for t in tagged] == [
+        (0, "diverging_epoch", "DivergingEpoch"), (1, "current_leader", "CurrentLeader"),
+        (2, "snapshot_id", "SnapshotId"),
+    ]
+    assert tagged[1].default == {"leader_id": -1, "leader_epoch": -1, UNKNOWN_TAGGED_FIELDS: []}
+    assert construct_schema("FetchResponse", 12) is construct_schema("FetchResponse", 12)  # built once

@@ -324,7 +324,9 @@ def test_broken_pipe_is_quiet() -> None:
 def test_one_process_decoding_imports_only_what_it_uses() -> None:
     """Start-up is most of the time for a small capture: decoding one in one process (table and JSON)
     does not import the parallel decoder (multiprocessing, tempfile), the partial-body reader (only a
-    frame that fails to decode needs it), socket or difflib (an unknown --api name's suggestions)."""
+    frame that fails to decode needs it), socket or difflib (an unknown --api name's suggestions).
+    (The wire walk is imported: any decode that fails reads the body again with it to name the field,
+    and the sample's ApiVersions reply is first tried as Kafka's v0 fallback layout.)"""
     script = (
         "import os, sys\n"
         "from kcodec.cli import main\n"
@@ -334,8 +336,8 @@ def test_one_process_decoding_imports_only_what_it_uses() -> None:
         f"        main(['decode-capture', *extra, {str(SAMPLE)!r}], standalone_mode=False)\n"
         f"    except SystemExit:\n"
         f"        pass\n"
-        "heavy = ['kcodec.capture.parallel.engine', 'multiprocessing', 'tempfile', 'kcodec.protocol.partial',\n"
-        "         'kcodec.protocol.wirewalk', 'socket', 'difflib']\n"
+        "heavy = ['kcodec.capture.parallel.engine', 'multiprocessing', 'tempfile',\n"
+        "         'kcodec.protocol.partial', 'socket', 'difflib']\n"
         "sys.stderr.write(' '.join(m for m in heavy if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)

@@ -19,7 +19,7 @@ from kcodec.codegen.generate import merged_messages
 from kcodec.codegen.merge import MergedMessage
 from kcodec.codegen.planner import plan_module
 from kcodec.codegen.program import ModulePlan
-from kcodec.codegen.render import environment, render_construct, render_facts, render_json, render_module
+from kcodec.codegen.render import environment, render_facts, render_json, render_module
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOTS = ROOT / "tests" / "generated_snapshots"
@@ -36,7 +36,7 @@ CODECS = (
     ("RequestHeader", False),
     ("AddOffsetsToTxnRequest", True),
 )
-#: messages whose JSON, construct and facts modules are kept too
+#: messages whose JSON and facts modules are kept too
 COMPANIONS = ("AddOffsetsToTxnRequest",)
 
 
@@ -67,7 +67,6 @@ def printed() -> dict[str, str]:
     for name in COMPANIONS:
         plan = _plan(name, False)
         out[f"json_{plan.module}.py.txt"] = render_json(env, plan)
-        out[f"construct_{plan.module}.py.txt"] = render_construct(env, plan)
         out[f"facts_{plan.module}.py.txt"] = render_facts(env, plan)
     return out
 

@@ -69,7 +69,7 @@ def _register(mp: pytest.MonkeyPatch, package: dict[str, ModuleType]) -> SimpleN
     row = next(r for r in rows.ROWS if r[0] == "uint64")  # the generated copy carries the new type
     mp.setitem(wire_table.WIRE_TYPES, "uint64", wire_table.entry(row, rows.COLUMNS))
     mp.setitem(_generated.MESSAGES, NAME, package[""].MESSAGES[NAME])
-    for sub in ("", "json_.", "construct_."):
+    for sub in ("", "json_."):
         mp.setitem(sys.modules, f"kcodec._generated.{sub}scratch_data", package[f"{sub}scratch_data"])
     for cache in ("_modules", "_decoders", "_encoders", "_lazy_decoders"):
         mp.setattr(codec, cache, {})
@@ -87,7 +87,7 @@ def scratch_package(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[s
     root = tmp_path_factory.mktemp("scratch")
     (root / "schemas" / "one").mkdir(parents=True)
     (root / "schemas" / "one" / f"{NAME}.json").write_text(json.dumps(SPEC))
-    subs = ("", "wire_types", "scratch_data", "json_.scratch_data", "construct_.scratch_data")
+    subs = ("", "wire_types", "scratch_data", "json_.scratch_data")
     with pytest.MonkeyPatch.context() as mp:  # the generator's table is patched only while generating
         _patch_generator(mp)
         generate_package(root / "schemas", root / "out" / "kcodec_scratch")

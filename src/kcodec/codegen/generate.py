@@ -1,6 +1,6 @@
 """Generate the ``kcodec._generated`` package from a schemas folder (build hook and ``kcodec generate``).
 
-specs -> merge (``merge``) -> plan (``planner``) -> print (``render``: Python and construct), in one pass.
+specs -> merge (``merge``) -> plan (``planner``) -> print (``render``: Python), in one pass.
 """
 
 from __future__ import annotations

@@ -118,8 +118,10 @@ class OpBuilder:
         locals_first: bool = False,
         native_elements: bool = False,
         calls_only: bool = False,
+        version: str = "",
     ) -> None:
         self.pool = pool
+        self.version = version  # lazy arrays: a version they are read at (``ReadArray.version``)
         #: arrays of structs read by a call of the element's decoder per element, never in place
         #: (``Target.helpers``: small code for the messages outside the hot set); encoders
         #: (``Target.versioned``) call the element's encoder where they would write it inline (the
@@ -235,7 +237,7 @@ class OpBuilder:
         base = ReadArray("call", elseg, items, item, min_size=el.min_size, cls=sp.class_name, fn=self.fn(sp))
         if lazy:
             return replace(base, strategy="lazy", start=self.names.new(f"{seg}_start"),
-                            skip=self.skip_structs(sp, count), message=self.message)
+                           skip=self.skip_structs(sp, count), message=self.message, version=self.version)
         strategy = "call" if self.calls_only else read_strategy(sp, self.locals_first and self.bytes_buffer)
         if strategy == "call":
             return base

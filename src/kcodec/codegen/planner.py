@@ -2,7 +2,8 @@
 
 For each merged message: the per-version layouts, de-duplicated into functions with stable ids
 (``<Struct>_v<first version>``), each function's read/write/skip operations (``plan_ops``), the classes
-with their field docs, the constant pool, the runtime field descriptions and the construct definitions.
+with their field docs, the constant pool and the runtime field descriptions (from which the runtime also
+builds the construct definitions, ``kcodec.protocol.construct_backend``).
 The package plan adds the API registry (``kcodec.codegen.registry``). Planning has no side effects; the
 back ends print the result.
 """
@@ -15,7 +16,6 @@ from kcodec.codegen.compile import HEADERS, HOT_APIS
 from kcodec.codegen.constants import ConstantPool
 from kcodec.codegen.layout import FieldPlan, StructPlan, ValuePlan, default_source, layout_message
 from kcodec.codegen.merge import MergedMessage, MergedStruct
-from kcodec.codegen.plan_construct import ConstructPlanner
 from kcodec.codegen.plan_facts import plan_facts
 from kcodec.codegen.plan_json import plan_json
 from kcodec.codegen.plan_ops import OpBuilder
@@ -117,9 +117,6 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
         _plan_function(sp, ids, tuple(served[sp]), sp in roots, pool, merged.name, target)
         for sp in ids
     )
-    construct = ConstructPlanner(ids)
-    structs = tuple(construct.struct(sp, version_ranges(served[sp])) for sp in ids)
-    construct_imports, backend_imports = construct.imports()
     owners = tuple((v, merged.owner(v).source) for v in merged.versions)
     sources = tuple(source_files[s.source] for s in reversed(merged.specs))
     fields_by_set = specs_by_set(merged)
@@ -139,7 +136,7 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
         target=target,
         sources=sources,
         owner_ranges=tuple(owner_ranges),
-        classes=_plan_classes(merged, fields_by_set, target),
+        classes=_plan_classes(merged, fields_by_set, target, _in_place(layouts)),
         functions=functions,
         roots=tuple((v, ids[root]) for v, root in layouts.items()),
         formats=tuple((name, fmt) for fmt, name in pool.formats.items()),
@@ -149,9 +146,6 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
         owners=owners,
         flexible=tuple((s.source, vrange(s.flexible_versions)) for s in reversed(merged.specs)),
         source_files=tuple((s.source, source_files[s.source]) for s in reversed(merged.specs)),
-        construct=structs,
-        construct_imports=construct_imports,
-        backend_imports=backend_imports,
         bound_decoders=tuple((v, ids[root]) for v, root in layouts.items()) if target.compiled else (),
         bound_encoders=tuple((v, ids[root]) for v, root in layouts.items()) if target.compiled else (),
         bound_encoders_chunked=any(writes_blobs(root) for root in roots),
@@ -184,7 +178,10 @@ def _plan_function(
     read = decode.read_steps(sp, "obj")
     read_tagged = decode.read_tagged(sp, "obj") if sp.flexible else None
     read_build = decode.build(sp, "obj", read_tagged)
-    lazy = OpBuilder(pool, ids, message, target.bytes_buffer, target.builds_from_locals, calls_only=calls)
+    version = "v" if target.versioned else str(served[0])  # (versioned: the merged function's version)
+    lazy = OpBuilder(
+        pool, ids, message, target.bytes_buffer, target.builds_from_locals, calls_only=calls, version=version
+    )
     read_lazy = lazy.read_steps(sp, "obj", lazy=True) if is_root else ()
     lazy_tagged = read_tagged
     if target.builds_from_locals and is_root and sp.flexible:  # its own locals for the tagged fields
@@ -300,8 +297,31 @@ def _field_doc(attr: str, f: FieldSpec, default: str) -> str:
     return "; ".join(parts)
 
 
+def _in_place(layouts: dict[int, StructPlan]) -> dict[str, str]:
+    """Per class, the source of the version ranges at which arrays of it are written element in place."""
+    versions: dict[str, list[int]] = {}
+    for v, root in layouts.items():
+        for sp in struct_layouts(root):
+            if write_strategy(sp) in ("shaped", "inline") and v not in versions.setdefault(sp.class_name, []):
+                versions[sp.class_name].append(v)
+    out: dict[str, str] = {}
+    for name, vs in versions.items():
+        ranges: list[list[int]] = []
+        for v in sorted(vs):
+            if ranges and ranges[-1][1] == v - 1:
+                ranges[-1][1] = v
+            else:
+                ranges.append([v, v])
+        if ranges:
+            out[name] = "(" + "".join(f"({lo}, {hi}), " for lo, hi in ranges) + ")"
+    return out
+
+
 def _plan_classes(
-    merged: MergedMessage, fields_by_set: dict[str, dict[str, tuple[FieldSpec, ...]]], target: Target
+    merged: MergedMessage,
+    fields_by_set: dict[str, dict[str, tuple[FieldSpec, ...]]],
+    target: Target,
+    in_place: dict[str, str],
 ) -> tuple[ClassPlan, ...]:
     classes = []
     for name, ms in merged.classes.items():
@@ -327,7 +347,7 @@ def _plan_classes(
         )
         is_root = name == merged.name
         doc = f"{merged.name} message." if is_root else f"Struct {name} of {merged.name}."
-        classes.append(ClassPlan(name, is_root, doc, tuple(fields), infos))
+        classes.append(ClassPlan(name, is_root, doc, tuple(fields), infos, in_place.get(name, "")))
     classes.reverse()  # children before parents reads better; the root class comes last
     return tuple(classes)
 

@@ -1,7 +1,7 @@
 """The emitter-ready plan: what the back ends print, with every decision already taken.
 
 ``kcodec.codegen.planner`` builds it from the merged specs and their per-version layouts; the Python
-templates and the construct back end only print it. Nothing here is computed at print time: function
+templates only print it. Nothing here is computed at print time: function
 ids, the strategy of every array and struct, constant names, local variable names and the checks a
 value needs are all fields.
 
@@ -141,6 +141,9 @@ class ReadArray:
     skip: SkipStructArray | None = None  # lazy: how the elements are walked
     element: ReadValue | None = None  # generic: one element read into ``item``
     message: str = ""  # lazy: the message name (LazyArray error paths)
+    #: lazy: a version the array is read at (a literal, or ``v`` in a versioned module's function), from
+    #: which a LazyArray whose element fails to build has the runtime read the element again
+    version: str = ""
     build: BuildObject | None = None  # inline/shaped, compiled: the element made from its locals
 
 
@@ -365,26 +368,15 @@ class ClassPlan:
     doc: str
     fields: tuple[ClassField, ...]
     infos: tuple[tuple[str, tuple[str, ...]], ...]  # spec set -> FieldInfo sources
+    #: source of ``StructInfo.in_place``: the version ranges at which arrays of the struct are written
+    #: element in place (``strategy.write_strategy``: shaped or inline); "" for none
+    in_place: str = ""
 
     @property
     def shared_infos(self) -> tuple[str, ...] | None:
         """The FieldInfo sources when every spec set describes the struct alike (printed once)."""
         first = self.infos[0][1] if self.infos else None
         return first if len(self.infos) > 1 and all(i == first for _s, i in self.infos) else None
-
-
-@dataclass(frozen=True, slots=True)
-class ConstructStruct:
-    """One struct layout as a construct definition (same ids as the Python functions)."""
-
-    name: str
-    cls: str
-    versions: str
-    plural: bool
-    flexible: bool
-    members: tuple[tuple[str, str], ...]  # (attr, construct expression)
-    #: (tag, attr, construct expression, default, spec name) per known tagged field
-    tagged: tuple[tuple[int, str, str, str, str], ...]
 
 
 # --- JSON conversion -----------------------------------------------------------------------------------
@@ -497,7 +489,7 @@ class FactsModulePlan:
 
 @dataclass(frozen=True, slots=True)
 class ModulePlan:
-    """Everything one message's generated modules hold (the codec module and the construct module)."""
+    """Everything one message's generated modules hold (the codec module, its JSON and facts modules)."""
 
     name: str
     module: str
@@ -519,9 +511,6 @@ class ModulePlan:
     owners: tuple[tuple[int, str], ...]
     flexible: tuple[tuple[str, str], ...]  # spec set -> flexible range source
     source_files: tuple[tuple[str, str], ...]
-    construct: tuple[ConstructStruct, ...]
-    construct_imports: tuple[str, ...]
-    backend_imports: tuple[str, ...]
     #: compiled: version -> root function id of the bound eager decoders (``kcodec.decoder``) printed as
     #: native functions: a whole ``bytes`` body read by one native call, anything else through
     #: ``kcodec.protocol.codec.decode``

@@ -1,5 +1,5 @@
-"""Print a package plan with jinja2: per message a Python codec module, a construct module and a
-module converting it to Kafka JSON; the package index and the runtime's copy of the wire-type table.
+"""Print a package plan with jinja2: per message a Python codec module, a module converting it to
+Kafka JSON and its facts extractors; the package index and the runtime's copy of the wire-type table.
 Printing decides nothing."""
 
 from __future__ import annotations
@@ -14,9 +14,6 @@ from kcodec.codegen.wire_types import runtime_copy
 
 TEMPLATES = Path(__file__).parent / "templates" / "python"
 
-#: subpackage of the generated package holding the construct definitions
-#: (kcodec.protocol.construct_backend).
-CONSTRUCT_PACKAGE = "construct_"
 #: subpackage of the generated package holding each message's conversion to Kafka JSON
 #: (kcodec.protocol.jsonconv)
 JSON_PACKAGE = "json_"
@@ -60,11 +57,6 @@ def render_module(env: jinja2.Environment, module: ModulePlan) -> str:
     return tidy(drop_unused(source))
 
 
-def render_construct(env: jinja2.Environment, module: ModulePlan) -> str:
-    """The construct module of one message."""
-    return tidy(env.get_template("construct.py.j2").render(module=module))
-
-
 def render_json(env: jinja2.Environment, module: ModulePlan) -> str:
     """The module converting one message to Kafka JSON (a ``versioned`` one: a function per struct)."""
     assert module.json is not None
@@ -90,12 +82,10 @@ def render_package(plan: PackagePlan) -> dict[str, dict[str, str]]:
     """Every file of the generated package: ``{subfolder: {file name: source}}`` ("" is the package)."""
     env = environment()
     package: dict[str, str] = {}
-    constructs: dict[str, str] = {}
     jsons: dict[str, str] = {}
     facts: dict[str, str] = {}
     for module in plan.modules:
         package[f"{module.module}.py"] = render_module(env, module)
-        constructs[f"{module.module}.py"] = render_construct(env, module)
         if module.json is not None:
             jsons[f"{module.module}.py"] = render_json(env, module)
         if module.facts is not None:
@@ -108,8 +98,6 @@ def render_package(plan: PackagePlan) -> dict[str, dict[str, str]]:
     package[f"{TYPING_MODULE}.py"] = tidy(
         env.get_template("typing_api.py.j2").render(messages=typing_rows, sources=plan.index["sources"])
     )
-    construct_index = env.get_template("construct_index.py.j2")
-    constructs["__init__.py"] = tidy(construct_index.render(sources=plan.index["sources"]))
     jsons["__init__.py"] = tidy(env.get_template("json_index.py.j2").render(sources=plan.index["sources"]))
     facts["__init__.py"] = tidy(env.get_template("facts_index.py.j2").render(sources=plan.index["sources"]))
-    return {"": package, CONSTRUCT_PACKAGE: constructs, JSON_PACKAGE: jsons, FACTS_PACKAGE: facts}
+    return {"": package, JSON_PACKAGE: jsons, FACTS_PACKAGE: facts}

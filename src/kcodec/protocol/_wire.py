@@ -178,34 +178,6 @@ def bad_length(pos: int, length: int) -> DecodeError:
     return DecodeError(f"invalid length {length}", pos)
 
 
-def decode_failure(exc: BaseException, segment: Any, pos: int, blen: int, index: int) -> DecodeError:
-    """Turn an exception raised while reading one field into a ``DecodeError`` naming it.
-
-    ``segment`` is the field's attribute name, ``"name[]"`` inside an array loop (``index`` gives
-    the element), or a tuple ``((attr, size, fmt), ...)`` for a run of fixed-width fields.
-    """
-    if isinstance(segment, tuple):
-        offset = pos
-        for attr, size, _fmt in segment:
-            if offset + size > blen:
-                remain = max(blen - offset, 0)
-                return DecodeError(f"needs {size} bytes but only {remain} remain", offset, attr)
-            offset += size
-        segment = segment[0][0]
-    if isinstance(segment, str) and segment.endswith("[]"):
-        segment = f"{segment[:-2]}[{index}]"
-    if isinstance(exc, DecodeError):
-        exc._segments.append(segment)
-        return exc
-    if isinstance(exc, UnicodeDecodeError):
-        return DecodeError(f"invalid UTF-8 in string: {exc.reason}", pos + exc.start, segment)
-    if isinstance(exc, IndexError | struct.error):
-        return DecodeError("unexpected end of buffer", pos, segment)
-    if isinstance(exc, RecursionError | MemoryError):
-        return DecodeError(f"{type(exc).__name__} while decoding", pos, segment)
-    return DecodeError(f"{type(exc).__name__}: {exc}", pos, segment)
-
-
 def encode_failure(exc: BaseException, segment: Any, obj: Any, index: int) -> Exception:
     """Turn an exception raised while writing one field into an ``EncodeError`` naming it."""
     if isinstance(segment, tuple):  # a run: find the value struct refused

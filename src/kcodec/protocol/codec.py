@@ -129,23 +129,46 @@ def as_buffer(data: Any) -> bytes | bytearray | memoryview:
     raise WrongTypeError(f"expected bytes, bytearray or memoryview, not {type(data).__name__}")
 
 
-def _decode_failed(e: DecodeError | RecursionError, message_name: str, pos: int) -> DecodeError:
-    """The error a decode raises for an error the generated decoder raised (message-level context)."""
+def _decode_failed(
+    e: Exception, message_name: str, version: int, buf: Any, pos: int, lazy: bool = False
+) -> DecodeError:
+    """The error a decode raises when the generated decoder raised ``e``: the decoders keep no account
+    of the field they read, so the body is read again by the wire walk, which names the field,
+    offset and reason (the message's name first)."""
+    error = failure(e, message_info(message_name), version, buf, pos, lazy=lazy)
+    error._segments.append(message_name)
+    return error
+
+
+def failure(
+    e: Exception, info: MessageInfo, version: int, buf: Any, pos: int, struct: str = "", lazy: bool = False
+) -> DecodeError:
+    """The ``DecodeError`` for a decoder of ``info``'s ``struct`` (the message by default) that raised
+    ``e`` reading from ``pos``: where the wire walk stops on the same bytes (path below the struct;
+    ``lazy``: walked as the lazy decoders check a message)."""
+    from kcodec.protocol.wirewalk import struct_error  # (the runtime's table: imported on a first failure)
+
+    if isinstance(e, RecursionError):
+        return DecodeError("nesting too deep", pos)
+    found = struct_error(info, version, struct or info.name, as_buffer(buf), pos, lazy)
+    if found is not None:
+        return found
     if isinstance(e, DecodeError):
-        e._segments.append(message_name)
         return e
-    return DecodeError("nesting too deep", pos, message_name)
+    return DecodeError(f"{type(e).__name__}: {e}", pos)
 
 
-def _run_decoder(fn: Any, message_name: str, buf: Any, pos: int) -> tuple[Message, int]:
+def _run_decoder(
+    fn: Any, message_name: str, version: int, buf: Any, pos: int, lazy: bool = False
+) -> tuple[Message, int]:
     size = len(buf)
     paused = size >= GC_PAUSE_BYTES and _gc_isenabled()
     if paused:
         _gc_disable()
     try:
         obj, end = fn(buf, pos, size)
-    except (DecodeError, RecursionError) as e:
-        raise _decode_failed(e, message_name, pos) from None
+    except Exception as e:
+        raise _decode_failed(e, message_name, version, buf, pos, lazy) from None
     finally:
         if paused:
             _gc_enable()
@@ -158,7 +181,7 @@ def decode_at(
     """Decode one body starting at ``pos``; return it and the position after it (no trailing check)."""
     fn = _decoder_fn(message_name, version)
     buf = data if type(data) is bytes else _input(data, bytes_input(message_name))
-    return _run_decoder(fn, message_name, buf, pos)
+    return _run_decoder(fn, message_name, version, buf, pos)
 
 
 def raw_decoder(message_name: str, version: int) -> Callable[[bytes, int, int], tuple[Message, int]]:
@@ -179,7 +202,7 @@ def decoder_at(message_name: str, version: int) -> Callable[[Any, int], tuple[Me
 
     def read_at(data: Any, pos: int) -> tuple[Message, int]:
         buf = data if type(data) is bytes else _input(data, bytes_only)
-        return _run_decoder(fn, message_name, buf, pos)
+        return _run_decoder(fn, message_name, version, buf, pos)
 
     return read_at
 
@@ -214,7 +237,7 @@ def decode(
     """
     fn = _decoder_fn(message_name, version, lazy)
     buf = data if type(data) is bytes else _input(data, bytes_input(message_name))
-    obj, end = _run_decoder(fn, message_name, buf, 0)
+    obj, end = _run_decoder(fn, message_name, version, buf, 0, lazy)
     if end != len(buf):
         _trailing(message_name, version, end, len(buf), strict, diagnostics)
     return obj
@@ -234,12 +257,12 @@ def decoder(message_name: str, version: int, *, lazy: bool = False) -> Callable[
         buf = data if type(data) is bytes else _input(data, bytes_only)
         size = len(buf)
         if size >= GC_PAUSE_BYTES:
-            obj, end = _run_decoder(fn, message_name, buf, 0)
+            obj, end = _run_decoder(fn, message_name, version, buf, 0, lazy)
         else:  # _run_decoder's work without its frame: small bodies are where a call shows
             try:
                 obj, end = fn(buf, 0, size)
-            except (DecodeError, RecursionError) as e:
-                raise _decode_failed(e, message_name, 0) from None
+            except Exception as e:
+                raise _decode_failed(e, message_name, version, buf, 0, lazy) from None
         if end != size:
             _trailing(message_name, version, end, size, True, None)
         return obj
@@ -264,11 +287,29 @@ def _encode_failed(e: Exception, name: str, version: int) -> Exception:
     return e
 
 
+def _encoder_error(e: Exception, name: str, version: int, message: Any) -> Exception:
+    """The error ``encode`` raises when the generated encoder raised ``e``: the encoders of the pure
+    build keep no account of the field they write, so a check pass over the object against the
+    runtime model finds it (``kcodec.protocol.encode_check``) and names it; compiled codecs name it
+    themselves."""
+    from kcodec._generated import COMPILED
+    from kcodec.protocol.encode_check import encode_error
+
+    if name not in COMPILED:
+        found = encode_error(message_info(name), version, message)
+        if found is None and not isinstance(e, EncodeError | UnsupportedVersionError):
+            found = EncodeError(f"{type(e).__name__}: {e}")
+        e = found or e
+    if isinstance(e, UnsupportedVersionError | EncodeError):
+        return _encode_failed(e, name, version)
+    return e
+
+
 def _run_encoder(fn: Any, name: str, version: int, message: Message, out: bytearray) -> None:
     try:
         fn(message, out)
-    except (UnsupportedVersionError, EncodeError) as e:
-        raise _encode_failed(e, name, version) from None
+    except Exception as e:
+        raise _encoder_error(e, name, version, message) from None
 
 
 def encode_into(message: Message, version: int, out: bytearray) -> None:
@@ -331,8 +372,8 @@ def _python_encoder(message_name: str, version: int, fn: Any) -> Callable[[Messa
         out = ChunkedOut()
         try:  # _run_encoder's work without its frame
             fn(message, out)
-        except (UnsupportedVersionError, EncodeError) as e:
-            raise _encode_failed(e, message_name, version) from None
+        except Exception as e:
+            raise _encoder_error(e, message_name, version, message) from None
         return joined(out)
 
     encode_body.__name__ = encode_body.__qualname__ = f"encode_{message_name}_v{version}"

@@ -1,9 +1,10 @@
 """A second, independent codec: every message version as a ``construct`` definition.
 
-The generator emits one module per message into ``kcodec._generated.construct_`` (``SCHEMAS =
-{version: <construct>}``), built from the same per-version plans as the fast codec but only out of
-construct primitives (``Int32sb``, ``VarInt``, ``PascalString``, ``Prefixed``, ``PrefixedArray``,
-``Struct`` ...) and the few Kafka-specific pieces defined here:
+``construct_schema(name, version)`` builds it on first use from the message's runtime model (the
+``INFO`` of its generated module: the fields of each version, their nullability, compact lengths and
+tags) and the runtime's table of primitive types, out of construct primitives (``Int32sb``,
+``VarInt``, ``PascalString``, ``Prefixed``, ``PrefixedArray``, ``Struct`` ...) and the few
+Kafka-specific pieces defined here:
 
 * length prefixes: ``LEN16``/``LEN32`` (signed int16/int32) and ``COMPACT`` (unsigned varint holding
   ``length + 1``), all three giving ``-1`` for null;
@@ -24,6 +25,7 @@ import importlib
 import io
 from typing import Any
 
+import construct
 from construct import (
     Adapter,
     Construct,
@@ -37,6 +39,7 @@ from construct import (
     Prefixed,
     PrefixedArray,
     SizeofError,
+    Struct,
     Subconstruct,
     ValidationError,
     VarInt,
@@ -48,7 +51,7 @@ from construct import (
 
 from kcodec.protocol._wire import tag_order, tag_size
 from kcodec.protocol.errors import UnknownMessageError, UnsupportedVersionError, WrongTypeError
-from kcodec.protocol.model import Struct
+from kcodec.protocol.model import Struct as KafkaStruct
 from kcodec.protocol.schema import FieldInfo, MessageInfo
 from kcodec.protocol.wire_table import WIRE_TYPES, WireType, wire_type
 
@@ -323,9 +326,85 @@ class Flexible(Subconstruct):  # type: ignore[misc]
         raise SizeofError("a flexible struct has no fixed size", path=path)
 
 
+# --- definitions built from the runtime model ---------------------------------------------------------
+
+#: the variable-length factories the wire-type table's ``construct`` column names
+_FACTORIES: dict[str, Any] = {"KafkaString": KafkaString, "KafkaBytes": KafkaBytes}
+
+
+def _primitive(t: WireType, prefix: Construct, nullable: bool) -> Construct:
+    """The construct of one primitive value, as the wire-type table's ``construct`` column says: a
+    construct primitive (``Int32sb``, ``Bytes(16)``) for a fixed-width type, else a factory here."""
+    if t.fixed_width:
+        name, _, args = t.construct.partition("(")
+        primitive = getattr(construct, name)
+        return primitive(*(int(a) for a in args.rstrip(")").split(","))) if args else primitive
+    return _FACTORIES[t.construct](prefix, nullable)
+
+
+def _prefix(t: WireType, compact: bool) -> Construct:
+    """The length prefix of a variable-length value: compact, or the table's int16/int32 prefix."""
+    if compact:
+        return COMPACT
+    return LEN16 if t.length_size == 2 else LEN32
+
+
+class _Builder:
+    """The construct definitions of one message at one version, from its runtime model (``INFO``):
+    the same fields, lengths, nullability and tagged fields as the generated codecs read."""
+
+    def __init__(self, info: MessageInfo, version: int) -> None:
+        self.info = info
+        self.version = version
+        self.flexible = info.is_flexible(version)
+        self.structs: dict[str, Construct] = {}
+
+    def struct(self, name: str) -> Construct:
+        built = self.structs.get(name)
+        if built is None:
+            members: list[Construct] = []
+            tagged: list[TaggedField] = []
+            for f in self.info.fields_at(name, self.version):
+                if self.flexible and f.is_tagged(self.version) and f.tag is not None:
+                    default = self.default(f)
+                    tagged.append(TaggedField(f.tag, f.attr, self.value(f), default, f.name))
+                else:
+                    members.append(f.attr / self.value(f))
+            body = Struct(*members)
+            built = self.structs[name] = Flexible(body, *tagged) if self.flexible else body
+        return built
+
+    def value(self, f: FieldInfo) -> Construct:
+        v = self.version
+        compact = f.compact(v, self.flexible)
+        nullable = f.is_nullable(v)
+        t = wire_type(f.element_type)
+        if f.is_array:
+            element = self.struct(f.element_type) if t is None else _primitive(t, _prefix(t, compact), False)
+            return KafkaArray(COMPACT if compact else LEN32, element, nullable)
+        if t is None:
+            body = self.struct(f.element_type)
+            return NullableStruct(body) if nullable else body
+        return _primitive(t, _prefix(t, compact), nullable)
+
+    def default(self, f: FieldInfo) -> Any:
+        """A tagged field's default as plain data (Container values): structs as dicts of their
+        fields' defaults, arrays as lists, uuids as bytes."""
+        if f.default is None:
+            return None
+        if f.is_array:
+            return list(f.default)
+        if f.struct_name is not None:
+            items = {s.attr: self.default(s) for s in self.info.fields_at(f.struct_name, self.version)}
+            if self.flexible:
+                items[UNKNOWN_TAGGED_FIELDS] = []
+            return items
+        return _wire(f).to_container(f.default)
+
+
 # --- lookup ------------------------------------------------------------------------------------------
 
-_schemas: dict[str, dict[int, Construct]] = {}
+_schemas: dict[tuple[str, int], Construct] = {}
 
 
 def _index_entry(message_name: str) -> tuple[str, str, int | None, int, int]:
@@ -346,20 +425,18 @@ def _check_version(message_name: str, version: int, versions: tuple[int, int]) -
 
 def construct_schema(message_name: str, version: int) -> Construct:
     """The construct definition of one message version: ``parse(bytes)`` gives a ``Container`` keyed
-    by attribute names, ``build(container)`` gives the bytes Kafka would write.
+    by attribute names, ``build(container)`` gives the bytes Kafka would write. Built on first use
+    from the message's runtime model, then kept.
 
     Raises ``UnknownMessageError`` for an unknown message, ``UnsupportedVersionError`` for a version
     the message does not have.
     """
-    schemas = _schemas.get(message_name)
-    if schemas is None:
-        module = _index_entry(message_name)[0]
-        schemas = importlib.import_module(f"{GENERATED}.construct_.{module}").SCHEMAS
-        assert isinstance(schemas, dict)
-        _schemas[message_name] = schemas
-    schema = schemas.get(version) if isinstance(version, int) and not isinstance(version, bool) else None
+    key = (message_name, version) if type(version) is int else None
+    schema = _schemas.get(key) if key is not None and isinstance(message_name, str) else None
     if schema is None:
-        _check_version(message_name, version, (min(schemas), max(schemas)))
+        info = _message_info(message_name)
+        _check_version(message_name, version, info.versions)
+        schema = _schemas[(message_name, version)] = _Builder(info, version).struct(info.name)
     return schema
 
 
@@ -373,14 +450,14 @@ def _message_info(message_name: str) -> MessageInfo:
     return info
 
 
-def to_container(message: Struct, version: int) -> Container:
+def to_container(message: KafkaStruct, version: int) -> Container:
     """The Container ``construct_schema(name, version).parse`` gives for ``message``'s encoding.
 
     Only the fields present at ``version`` are taken (absent ones are not checked); uuids become
     plain ``bytes`` and records ``bytes``.
     """
     name = getattr(type(message), "MESSAGE_NAME", None)
-    if not isinstance(message, Struct) or not name:
+    if not isinstance(message, KafkaStruct) or not name:
         raise WrongTypeError(f"expected a kcodec message, not {type(message).__name__}")
     info = _message_info(name)
     _check_version(name, version, info.versions)

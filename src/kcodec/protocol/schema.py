@@ -110,6 +110,13 @@ class StructInfo:
     name: str
     cls: type
     by_set: dict[str, tuple[FieldInfo, ...]]
+    #: the versions at which an array of the struct has each element written in place by the
+    #: array's encoder (not by a call of the element's): on an error, the element's encoder runs again
+    #: on a new buffer to name the field (``kcodec.protocol.encode_check``)
+    in_place: tuple[VersionRange, ...] = ()
+
+    def written_in_place(self, version: int) -> bool:
+        return any(lo <= version <= hi for lo, hi in self.in_place)
 
 
 @dataclass(slots=True)

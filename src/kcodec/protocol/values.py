@@ -77,42 +77,55 @@ class LazyArray(Sequence[T]):
         start: int,
         count: int,
         decode: Callable[[Any, int, int], tuple[T, int]],
-        where: tuple[str, str],
+        where: tuple[str, str, int],
     ) -> None:
         self._buf: bytes | bytearray | memoryview | None = buf
         self._start = start
         self._count = count
         self._decode = decode
-        self._where = where  # (message name, array attribute): the error path when building fails
+        #: (message name, array attribute, a version of the message the array is read at): where
+        #: building an element that fails is read again to name the field at fault
+        self._where = where
         self._items: list[T] | None = None
 
     def materialize(self) -> list[T]:
         """The elements as a list (built now if they were not yet)."""
         items = self._items
         if items is None:
-            from kcodec.protocol.errors import DecodeError
-
             buf = self._buf
             assert buf is not None
             items = []
             pos, blen, fn = self._start, len(buf), self._decode
+            start = pos
             # as decode() does for large bodies: no collector passes over objects still being built
             paused = self._count >= 64 and gc.isenabled()
             if paused:
                 gc.disable()
             try:
                 for _ in range(self._count):
+                    start = pos
                     x, pos = fn(buf, pos, blen)
                     items.append(x)
-            except DecodeError as e:
-                e._segments.append(f"{self._where[1]}[{len(items)}]")
-                e._segments.append(self._where[0])
-                raise
+            except Exception as e:
+                raise self._failure(e, buf, start, len(items)) from None
             finally:
                 if paused:
                     gc.enable()
             self._items, self._buf = items, None
         return items
+
+    def _failure(self, e: Exception, buf: Any, start: int, index: int) -> Exception:
+        """The error building element ``index`` (at ``start``) raised: read again by the wire walk,
+        which names the field (the decoders keep no account of it), under the array's path."""
+        from kcodec.protocol.codec import failure, message_info
+
+        message, attr, version = self._where
+        info = message_info(message)
+        field = next(f for f in info.fields_at(message, version) if f.attr == attr)
+        error = failure(e, info, version, buf, start, field.element_type)
+        error._segments.append(f"{attr}[{index}]")
+        error._segments.append(message)
+        return error
 
     @property
     def is_built(self) -> bool:

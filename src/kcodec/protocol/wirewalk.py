@@ -35,7 +35,9 @@ from kcodec.protocol.errors import DecodeError
 from kcodec.protocol.schema import FieldInfo, MessageInfo
 from kcodec.protocol.wire_table import WIRE_TYPES, WireType, length_kinds, wire_type
 
-__all__ = ["LENGTH_KINDS", "TAGGED", "Enter", "Event", "Leave", "Span", "Value", "walk_info"]
+__all__ = [
+    "LENGTH_KINDS", "TAGGED", "Enter", "Event", "Leave", "Span", "Value", "struct_error", "walk_info",
+]
 
 #: span kinds that hold a length or count (``array_count`` and each variable-length type's)
 LENGTH_KINDS = length_kinds()
@@ -108,8 +110,12 @@ def _join(path: str, attr: str) -> str:
 
 
 class _Walker:
-    def __init__(self, info: MessageInfo, version: int, buf: Buffer, start: int) -> None:
+    def __init__(self, info: MessageInfo, version: int, buf: Buffer, start: int, lazy: bool = False) -> None:
         self.info = info
+        #: walk as ``decode(..., lazy=True)`` checks a body: the message's arrays of structs only
+        #: skipped (``skipping`` while in one): no string decoded, every tagged field taken as unknown
+        self.lazy = lazy
+        self.skipping = False
         self.version = version
         self.flexible = info.is_flexible(version)
         self.buf = buf
@@ -251,6 +257,8 @@ class _Walker:
             raise DecodeError(f"invalid length {n}", self.pos, path)
         start = self.pos
         yield from self._data(t.span_kind, n, path)
+        if self.skipping:
+            return
         try:
             value = t.value_of(self.buf[start : start + n], start)
         except DecodeError as e:
@@ -264,7 +272,12 @@ class _Walker:
         tagged: dict[int, FieldInfo] = {}
         for sub in self.info.fields_at(name, self.version):
             if self.flexible and sub.is_tagged(self.version) and sub.tag is not None:
-                tagged[sub.tag] = sub
+                if not self.skipping:
+                    tagged[sub.tag] = sub
+            elif f is None and self.lazy and sub.is_array and sub.struct_name is not None:
+                self.skipping = True
+                yield from self.value(sub, _join(path, sub.attr))
+                self.skipping = False
             else:
                 yield from self.value(sub, _join(path, sub.attr))
         if self.flexible:
@@ -325,3 +338,21 @@ def walk_info(info: MessageInfo, version: int, data: Buffer, start: int = 0) -> 
     the caller's business."""
     buf = memoryview(data).cast("B") if isinstance(data, memoryview) else data
     return _Walker(info, version, buf, start).struct(None, info.name, "")
+
+
+def struct_error(
+    info: MessageInfo, version: int, struct: str, data: Buffer, start: int = 0, lazy: bool = False
+) -> DecodeError | None:
+    """The ``DecodeError`` reading ``struct`` (of ``info``'s message at ``version``) from ``start`` in
+    ``data`` stops with, its path below the struct; None when it reads to its end. What the codecs
+    raise for the same bytes: they keep no account of where they are, and on any failure the
+    runtime reads the bytes again with this walk for the field, offset and reason. ``lazy``: as
+    ``decode(..., lazy=True)`` checks the message (its arrays of structs skipped, not decoded)."""
+    buf = memoryview(data).cast("B") if isinstance(data, memoryview) else data
+    try:
+        for _event in _Walker(info, version, buf, start, lazy).struct(None, struct, ""):
+            pass
+    except DecodeError as e:
+        return e
+    return None
+
