@@ -9,8 +9,8 @@ wheel). The generator is ``kcodec.codegen`` (in ``src/``); the runtime never imp
   staged ``_generated`` folder is force-included into the wheel.
 
 ``KCODEC_COMPILE`` (see ``kcodec.codegen.compile``) chooses what mypyc compiles. Unset, a standard
-wheel compiles the capture path (what ``kcodec decode-capture`` runs per packet, segment and frame) and
-an editable install stays pure Python; ``0`` asks for pure Python; ``1`` (or API names) also
+wheel compiles the capture path (what ``kcodec decode-capture`` runs per packet, segment and frame,
+with the request and response headers' codecs) and an editable install stays pure Python; ``0`` asks for pure Python; ``1`` (or API names) also
 generates the chosen messages for mypyc and compiles them with the runtime pieces they call. A
 compiled wheel carries the extension modules beside their sources and a platform tag. A compile that
 fails (no C compiler, say) falls back to the pure build with a warning.
@@ -53,10 +53,11 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         root = Path(self.root).resolve()
         _on_path(root)
         from kcodec.codegen.compile import (
+            CAPTURE,
+            CAPTURE_MESSAGES,
             CODECS,
             PURE,
             build_kind,
-            capture_modules,
             compile_modules,
             log,
             modules_to_compile,
@@ -87,16 +88,15 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
             index = package_plan(schemas).index
             apis = {str(a["name"]): (str(a["request"]), str(a["response"])) for a in index["apis"]}  # type: ignore[attr-defined]
             compiled = selection(value, apis, (str(m["name"]) for m in index["messages"]))  # type: ignore[attr-defined]
+        elif kind == CAPTURE:
+            compiled = set(CAPTURE_MESSAGES)
         plan = generate_package(schemas_dir=schemas, out_dir=out_dir, compiled=compiled)
         if not (out_dir / "__init__.py").is_file():
             raise RuntimeError(f"kcodec.codegen.generate.generate_package wrote no package to {out_dir}")
 
         extensions: list[Path] = []
         if kind != PURE:
-            if kind == CODECS:
-                modules = modules_to_compile(out_dir, [m.module for m in plan.modules if m.target.compiled])
-            else:
-                modules = capture_modules()
+            modules = modules_to_compile(out_dir, [m.module for m in plan.modules if m.target.compiled])
             what = f"{ENV}={value!r}" if value else f"the capture path: 1-4 minutes on 2 cores; {ENV}=0: pure"
             log(f"compiling {len(modules)} modules with mypyc ({what}) ...")
             try:

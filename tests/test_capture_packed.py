@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from hypothesis import given, settings
@@ -10,12 +11,24 @@ from test_capture_speedups import _IP_TCP
 
 from kcodec.capture.packed import PACKED_FIELDS, PACKED_SIZE, SegmentPacker
 
+_CODES = {"u1": "B", "u4": "I", "i4": "i", "i8": "q", "f8": "d"}
+
 
 def _unpacked(packed: bytes) -> list[dict[str, Any]]:
-    import numpy as np
-
-    rows = np.frombuffer(packed, dtype=list(PACKED_FIELDS))
-    return [{name: row[name].item() for name, _ in PACKED_FIELDS} for row in rows]
+    """The packed segments as rows, read field by field as ``PACKED_FIELDS`` (the NumPy dtype the
+    pipeline reads them with) describes them: byte order, kind and width."""
+    formats = []
+    for name, t in PACKED_FIELDS:  # (">u4": big-endian; "<f8", or "u1" with no order: little-endian)
+        formats.append((name, struct.Struct((">" if t[0] == ">" else "<") + _CODES[t.lstrip("<>")])))
+    assert sum(f.size for _, f in formats) == PACKED_SIZE
+    rows = []
+    for start in range(0, len(packed), PACKED_SIZE):
+        row, pos = {}, start
+        for name, f in formats:
+            row[name] = f.unpack_from(packed, pos)[0]
+            pos += f.size
+        rows.append(row)
+    return rows
 
 
 @settings(max_examples=2000, deadline=None)

@@ -290,12 +290,31 @@ def test_kcodec_compile_chooses_the_kind_of_build_a_wheel_compiles_the_capture_p
         assert build_kind(codecs, editable=False) == CODECS
 
 
-def test_the_capture_build_compiles_the_capture_path_without_the_codecs_or_their_base_classes() -> None:
-    from kcodec.codegen.compile import CAPTURE_CLI_MODULES, CAPTURE_MODULES, RUNTIME_MODULES, capture_modules
+def test_the_capture_build_compiles_the_capture_path_and_the_headers_codecs_only(tmp_path: Path) -> None:
+    from kcodec.codegen.compile import (
+        CAPTURE_CLI_MODULES,
+        CAPTURE_MESSAGES,
+        CAPTURE_MODULES,
+        RUNTIME_MODULES,
+        capture_modules,
+        modules_to_compile,
+    )
 
     got = capture_modules()
     assert got == [*CAPTURE_MODULES, *CAPTURE_CLI_MODULES]
     assert not set(got) & set(RUNTIME_MODULES) and not any(m.startswith("kcodec._generated") for m in got)
+    assert set(CAPTURE_MESSAGES) == {"RequestHeader", "ResponseHeader"}
+    # what hatch_build compiles for it: the headers' codecs (and companions) with their base classes
+    (tmp_path / "json_").mkdir()
+    for module in ("request_header", "response_header", "fetch_request"):
+        (tmp_path / f"{module}.py").write_text("")
+        (tmp_path / "json_" / f"{module}.py").write_text("")
+    built = modules_to_compile(tmp_path, ["request_header", "response_header"])
+    generated = {m for m in built if m.startswith("kcodec._generated")}
+    assert generated == {
+        f"kcodec._generated.{p}{m}" for p in ("", "json_.") for m in ("request_header", "response_header")
+    }
+    assert built[: len(RUNTIME_MODULES)] == list(RUNTIME_MODULES) and set(got) <= set(built)
 
 
 def test_kcodec_build_says_which_build_is_installed() -> None:

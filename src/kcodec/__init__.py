@@ -194,11 +194,12 @@ def __getattr__(name: str) -> Any:
         globals()[name] = kind
         return kind
     if name == "compiled":
-        # True in the compiled build (KCODEC_COMPILE=1 pip install .): the base classes and wire helpers
-        # are mypyc extension modules, and so are the codecs of kcodec._generated.COMPILED.
-        from kcodec.protocol import model
+        # True in the compiled build (KCODEC_COMPILE=1 pip install .): the codecs of
+        # kcodec._generated.COMPILED are mypyc extension modules, messages' as well as the headers'
+        # (a standard wheel compiles only the headers' codecs, with the capture path)
+        from kcodec._generated import COMPILED
 
-        is_compiled = not str(model.__file__).endswith(".py")
+        is_compiled = any(not name.endswith("Header") for name in COMPILED)
         globals()[name] = is_compiled
         return is_compiled
     target = _LAZY.get(name)

@@ -7,7 +7,7 @@ distributed job can ship them; their ``to_dict`` is the JSON-lines object ``kcod
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal
 
 from kcodec.capture.record import PLAIN_ATTRS, PLAIN_NAMES
@@ -86,7 +86,7 @@ def _raw_json(message: Message, version: int) -> dict[str, Any]:
     return out
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class CapturedFrame:
     """One Kafka frame seen on a connection, decoded or not.
 
@@ -109,19 +109,70 @@ class CapturedFrame:
     stream_offset: int
     size: int | None  # the size prefix (bytes after it), if it was captured
     raw: bytes
-    api_key: int | None = None
-    api_version: int | None = None
-    correlation_id: int | None = None
-    header_version: int | None = None
-    header: Message | None = None
-    body: Message | None = None
-    error: KcodecError | None = None
-    diagnostics: tuple[str, ...] = ()
-    latency: float | None = None  # responses: seconds since the matching request
-    partial: PartialBody | None = None  # a body that does not decode, read as far as it goes
-    extra: dict[str, Any] = field(default_factory=dict)  # added by later stages (e.g. topic names)
-    embedded: tuple[EmbeddedValue, ...] = ()  # protocol messages in its bytes fields (kcodec.capture.groups)
-    groups: tuple[str, ...] = ()  # the consumer groups it is about (a response: its request's)
+    api_key: int | None
+    api_version: int | None
+    correlation_id: int | None
+    header_version: int | None
+    header: Message | None
+    body: Message | None
+    error: KcodecError | None
+    diagnostics: tuple[str, ...]
+    latency: float | None  # responses: seconds since the matching request
+    partial: PartialBody | None  # a body that does not decode, read as far as it goes
+    extra: dict[str, Any]  # added by later stages (e.g. topic names)
+    embedded: tuple[EmbeddedValue, ...]  # protocol messages in its bytes fields (kcodec.capture.groups)
+    groups: tuple[str, ...]  # the consumer groups it is about (a response: its request's)
+
+    # (written out: compiled, the __init__ that dataclass writes costs 8x the instructions)
+    def __init__(
+        self,
+        timestamp: float,
+        connection: int,
+        client: str,
+        server: str,
+        direction: Direction,
+        stream_offset: int,
+        size: int | None,
+        raw: bytes,
+        api_key: int | None = None,
+        api_version: int | None = None,
+        correlation_id: int | None = None,
+        header_version: int | None = None,
+        header: Message | None = None,
+        body: Message | None = None,
+        error: KcodecError | None = None,
+        diagnostics: tuple[str, ...] = (),
+        latency: float | None = None,
+        partial: PartialBody | None = None,
+        extra: dict[str, Any] | None = None,
+        embedded: tuple[EmbeddedValue, ...] = (),
+        groups: tuple[str, ...] = (),
+    ) -> None:
+        self.timestamp = timestamp
+        self.connection = connection
+        self.client = client
+        self.server = server
+        self.direction = direction
+        self.stream_offset = stream_offset
+        self.size = size
+        self.raw = raw
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.header_version = header_version
+        self.header = header
+        self.body = body
+        self.error = error
+        self.diagnostics = diagnostics
+        self.latency = latency
+        self.partial = partial
+        self.extra = {} if extra is None else extra
+        self.embedded = embedded
+        self.groups = groups
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # (pickled as a call of the class with the fields: compiled, the class cannot be made empty)
+        return (type(self), tuple([getattr(self, f.name) for f in fields(self)]))
 
     @property
     def api_name(self) -> str | None:

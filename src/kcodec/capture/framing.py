@@ -19,9 +19,9 @@ import re
 import struct
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
-from typing import Final
+from typing import Any, Final
 
 from kcodec.capture.events import Direction, IssueKind
 from kcodec.protocol.errors import DecodeError
@@ -44,7 +44,7 @@ _KEEP: Final = 16  # bytes kept while searching (a candidate's header may start 
 _VERIFY: Final = 64 * 1024
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class RawFrame:
     """A frame's bytes as captured, with where and when it was seen, and what broke it (if it is)."""
 
@@ -52,8 +52,29 @@ class RawFrame:
     data: bytes  # the frame, size prefix included (shorter than 4 + size if broken)
     timestamp: float
     size: int | None  # the size prefix, if captured
-    error: DecodeError | None = None  # framing problem (bad size, truncated, broken by a gap)
-    framed: bool = True  # False if the bytes are not Kafka framing at all (header fields meaningless)
+    error: DecodeError | None  # framing problem (bad size, truncated, broken by a gap)
+    framed: bool  # False if the bytes are not Kafka framing at all (header fields meaningless)
+
+    # (written out: compiled, the __init__ that dataclass writes costs 8x the instructions)
+    def __init__(
+        self,
+        offset: int,
+        data: bytes,
+        timestamp: float,
+        size: int | None,
+        error: DecodeError | None = None,
+        framed: bool = True,
+    ) -> None:
+        self.offset = offset
+        self.data = data
+        self.timestamp = timestamp
+        self.size = size
+        self.error = error
+        self.framed = framed
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # (pickled as a call of the class with the fields: compiled, the class cannot be made empty)
+        return (type(self), tuple([getattr(self, f.name) for f in fields(self)]))
 
 
 @cache

@@ -18,9 +18,9 @@ from __future__ import annotations
 import struct
 from _socket import AF_INET, AF_INET6, inet_ntop  # (socket's own: without socket.py's enums)
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import IO, Final, TypeVar, cast
+from typing import IO, Any, Final, TypeVar, cast
 
 from kcodec.capture.events import CaptureIssue
 from kcodec.capture.packets import RecordMaker, iter_records
@@ -45,7 +45,7 @@ TH_PUSH: Final = 0x08
 TH_ACK: Final = 0x10
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Segment:
     """One captured TCP segment (payload possibly shorter than sent if the snap length cut it)."""
 
@@ -57,10 +57,43 @@ class Segment:
     flags: int  # TCP flags (FIN 1, SYN 2, RST 4, PSH 8, ACK 16)
     timestamp: float  # capture time, seconds since the epoch
     payload: bytes
-    file: str = ""  # the capture file it came from
-    index: int = 0  # packet number in what was read of that file (1, 2, ...)
-    offset: int = 0  # byte offset of the packet's record in that file
-    payload_offset: int = -1  # byte offset of the payload in that file (-1: not known)
+    file: str  # the capture file it came from
+    index: int  # packet number in what was read of that file (1, 2, ...)
+    offset: int  # byte offset of the packet's record in that file
+    payload_offset: int  # byte offset of the payload in that file (-1: not known)
+
+    # (written out: compiled, the __init__ that dataclass writes costs 8x the instructions)
+    def __init__(
+        self,
+        key: str,
+        src: str,
+        dst: str,
+        seq: int,
+        ack: int,
+        flags: int,
+        timestamp: float,
+        payload: bytes,
+        file: str = "",
+        index: int = 0,
+        offset: int = 0,
+        payload_offset: int = -1,
+    ) -> None:
+        self.key = key
+        self.src = src
+        self.dst = dst
+        self.seq = seq
+        self.ack = ack
+        self.flags = flags
+        self.timestamp = timestamp
+        self.payload = payload
+        self.file = file
+        self.index = index
+        self.offset = offset
+        self.payload_offset = payload_offset
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # (pickled as a call of the class with the fields: compiled, the class cannot be made empty)
+        return (type(self), tuple([getattr(self, f.name) for f in fields(self)]))
 
     @property
     def syn(self) -> bool:
