@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal
 
+from kcodec.capture.errors import UnmatchedResponseError
 from kcodec.capture.record import PLAIN_ATTRS, PLAIN_NAMES
 from kcodec.protocol.errors import DecodeError, KcodecError
 from kcodec.protocol.model import Message
@@ -39,10 +40,6 @@ Direction = Literal["request", "response"]
 IssueKind = Literal[
     "gap", "truncated", "retransmits", "not-kafka", "resync", "capture-file", "buffer", "anomaly"
 ]
-
-
-class UnmatchedResponseError(DecodeError):
-    """A response whose correlation id matches no request seen on its connection."""
 
 
 def error_dict(error: KcodecError) -> dict[str, Any]:
