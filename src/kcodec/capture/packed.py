@@ -24,13 +24,12 @@ from typing import Final
 from kcodec.capture.events import CaptureIssue
 from kcodec.capture.packets import RecordMaker
 from kcodec.capture.segments import (
-    _DLT_EN10MB,
-    _ETH_IPV4_TCP_SIZE,
     _Fragment,
     _names_by_ends,
     _names_of_ends,
     _Seen,
     _segment,
+    plain_eth_ipv4_tcp,
 )
 
 __all__ = ["PACKED_FIELDS", "PACKED_SIZE", "Packed", "SegmentPacker"]
@@ -113,17 +112,7 @@ class SegmentPacker:
             data_offset: int,
         ) -> Packed | None:
             seen.last_ts = ts
-            if not (
-                linktype == _DLT_EN10MB
-                and stop - start >= _ETH_IPV4_TCP_SIZE
-                and buf[start + 12] == 8  # EtherType 0x0800: IPv4
-                and buf[start + 13] == 0
-                and buf[start + 14] == 0x45  # version 4, a 20-byte header
-                and buf[start + 23] == 6  # TCP
-                and not buf[start + 20] & 0x3F  # neither a fragment (offset) nor more fragments to come
-                and not buf[start + 21]
-                and buf[start + 46] >= 0x50  # a TCP header of at least 20 bytes
-            ):
+            if not plain_eth_ipv4_tcp(linktype, buf, start, stop):
                 return other(index, offset, ts, linktype, buf, start, stop, data_offset)
             n = stop - start
             total = buf[start + 16] << 8 | buf[start + 17]

@@ -135,6 +135,24 @@ _U16: Final = struct.Struct(">H")
 # offset, TCP flags
 _ETH_IPV4_TCP: Final = struct.Struct(">12xHBxH2xHxB2x4s4sHHIIBB")
 _ETH_IPV4_TCP_SIZE: Final = _ETH_IPV4_TCP.size
+
+
+def plain_eth_ipv4_tcp(linktype: int, buf: bytes, start: int, stop: int) -> bool:
+    """Is the packet at ``buf[start:stop]`` Ethernet, IPv4 without options or fragmenting, and TCP
+    with a header of at least 20 bytes: what the segment readers read inline (the fields byte by
+    byte: compiled, an index into bytes is a machine operation, where a struct's unpack_from is a
+    call that parses its arguments)? Any other packet goes to the general parser."""
+    return (
+        linktype == _DLT_EN10MB
+        and stop - start >= _ETH_IPV4_TCP_SIZE
+        and buf[start + 12] == 8  # EtherType 0x0800: IPv4
+        and buf[start + 13] == 0
+        and buf[start + 14] == 0x45  # version 4, a 20-byte header
+        and buf[start + 23] == 6  # TCP
+        and not buf[start + 20] & 0x3F  # neither a fragment (offset) nor more fragments to come
+        and not buf[start + 21]
+        and buf[start + 46] >= 0x50  # a TCP header of at least 20 bytes
+    )
 _TCP: Final = struct.Struct(">HHII")
 _ETH_IPV4: Final = 0x0800
 _ETH_IPV6: Final = 0x86DD
@@ -473,17 +491,7 @@ def _segment_maker(
         seen.last_ts = ts
         # the Ethernet/IPv4/TCP fields read byte by byte: compiled, an index into bytes is a machine
         # operation, where a struct's unpack_from is a call that parses its arguments
-        if (
-            linktype == _DLT_EN10MB
-            and stop - start >= _ETH_IPV4_TCP_SIZE
-            and buf[start + 12] == 8  # EtherType 0x0800: IPv4
-            and buf[start + 13] == 0
-            and buf[start + 14] == 0x45  # version 4, a 20-byte header
-            and buf[start + 23] == 6  # TCP
-            and not buf[start + 20] & 0x3F  # neither a fragment (offset) nor more fragments to come
-            and not buf[start + 21]
-            and buf[start + 46] >= 0x50  # a TCP header of at least 20 bytes
-        ):
+        if plain_eth_ipv4_tcp(linktype, buf, start, stop):
             total = buf[start + 16] << 8 | buf[start + 17]
             off, flags = buf[start + 46], buf[start + 47]
             end = _ipv4_end(total, stop - start)
