@@ -52,6 +52,14 @@ def error_dict(error: KcodecError) -> dict[str, Any]:
     return out
 
 
+
+def reduce_by_fields(record: Any) -> tuple[Any, ...]:
+    """``__reduce__`` of the capture's records with written-out ``__init__``s (frames, raw frames,
+    segments): pickled as a call of the class with the fields in order (compiled, such a class
+    cannot be made empty and filled in, which pickle's default does)."""
+    return (type(record), tuple([getattr(record, f.name) for f in fields(record)]))
+
+
 _API_NAMES: dict[int, str | None] = {}
 
 
@@ -168,8 +176,7 @@ class CapturedFrame:
         self.groups = groups
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # (pickled as a call of the class with the fields: compiled, the class cannot be made empty)
-        return (type(self), tuple([getattr(self, f.name) for f in fields(self)]))
+        return reduce_by_fields(self)
 
     @property
     def api_name(self) -> str | None:

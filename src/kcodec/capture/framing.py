@@ -19,11 +19,11 @@ import re
 import struct
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, Final
 
-from kcodec.capture.events import Direction, IssueKind
+from kcodec.capture.events import Direction, IssueKind, reduce_by_fields
 from kcodec.protocol.errors import DecodeError
 from kcodec.protocol.registry import apis
 
@@ -73,8 +73,7 @@ class RawFrame:
         self.framed = framed
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # (pickled as a call of the class with the fields: compiled, the class cannot be made empty)
-        return (type(self), tuple([getattr(self, f.name) for f in fields(self)]))
+        return reduce_by_fields(self)
 
 
 @cache

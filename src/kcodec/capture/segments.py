@@ -18,11 +18,11 @@ from __future__ import annotations
 import struct
 from _socket import AF_INET, AF_INET6, inet_ntop  # (socket's own: without socket.py's enums)
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final, TypeVar, cast
 
-from kcodec.capture.events import CaptureIssue
+from kcodec.capture.events import CaptureIssue, reduce_by_fields
 from kcodec.capture.packets import RecordMaker, iter_records
 
 __all__ = [
@@ -92,8 +92,7 @@ class Segment:
         self.payload_offset = payload_offset
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # (pickled as a call of the class with the fields: compiled, the class cannot be made empty)
-        return (type(self), tuple([getattr(self, f.name) for f in fields(self)]))
+        return reduce_by_fields(self)
 
     @property
     def syn(self) -> bool:
