@@ -10,6 +10,7 @@ Used by tests/test_fuzz_targets.py and tools/fuzz_brokers.py (long sessions).
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -62,6 +63,12 @@ class Target:
             return ""
 
 
+def _no_core_dump() -> None:
+    """In the child before exec: a broker the fuzzer crashes aborts without writing a core file (with
+    core dumps on, writing one took longer than the tests wait for the death they expect)."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         if proc.stdin is not None:
@@ -90,7 +97,7 @@ def rdkafka_mock_process() -> Iterator[Target]:
         with open(log, "wb") as err:
             proc = subprocess.Popen(
                 [sys.executable, "-c", _MOCK_SCRIPT.format(here=str(HERE))],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, preexec_fn=_no_core_dump,
             )
         try:
             assert proc.stdout is not None
@@ -132,6 +139,7 @@ def tansu_process() -> Iterator[Target]:
                 [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
                  "--storage-engine", "memory://tansu/"],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=tmp,
+                preexec_fn=_no_core_dump,
             )
         try:
             deadline = time.monotonic() + 10
@@ -158,7 +166,7 @@ def kcodec_broker_process() -> Iterator[Target]:
         with open(log, "wb") as err:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "kcodec.cli", "broker", "--listen", "127.0.0.1:0", "--topic", "t:3"],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, preexec_fn=_no_core_dump,
             )
         try:
             assert proc.stdout is not None
