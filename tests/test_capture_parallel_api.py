@@ -98,3 +98,33 @@ def test_default_workers_by_size_and_idle_cores(tmp_path: Path, monkeypatch: pyt
         assert default_workers(tmp_path, min_bytes=0) == 1  # (not a regular file)
         assert default_workers(tmp_path / "missing", min_bytes=0) == 1
     assert default_workers(small) == 1  # (under MIN_PARALLEL_BYTES)
+
+
+def test_decode_capture_uses_one_process_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers cost more CPU in all than one process (each reads the whole file; the parent merges):
+    ``decode-capture`` starts them for ``-j N`` and ``-j auto`` only, whatever the file and cores."""
+    from click.testing import CliRunner
+
+    from kcodec.cli import decode_capture, main
+
+    capture = str(Path(__file__).resolve().parent.parent / "samples" / "sample.pcap")
+    started: list[int] = []
+    real_jobs = decode_capture._jobs
+
+    def counted_jobs(jobs: int | None, path: str) -> int:
+        started.append(real_jobs(jobs, path))
+        return started[-1]
+
+    monkeypatch.setattr(decode_capture, "_jobs", counted_jobs)
+    # (-j auto on a small file, 3 idle cores: as for a file of 16 MiB or more)
+    monkeypatch.setattr(decode_capture, "default_workers", lambda path: default_workers(path, min_bytes=0))
+    monkeypatch.setattr(par, "idle_cores", lambda: 3)
+    runner = CliRunner()
+    one = runner.invoke(main, ["decode-capture", "--json", capture])
+    assert one.exit_code == 0 and started == [1]
+    for jobs, workers in (("auto", 3), ("2", 2)):
+        many = runner.invoke(main, ["decode-capture", "--json", "-j", jobs, capture])
+        assert many.exit_code == 0 and many.output == one.output and started[-1] == workers
+    for bad in ("0", "65", "two"):
+        refused = runner.invoke(main, ["decode-capture", "-j", bad, capture])
+        assert refused.exit_code == 2 and "neither a number from 1 to 64 nor 'auto'" in refused.output
