@@ -38,7 +38,7 @@ _PREFIX_WRITERS = {2: "_P16", 4: "_P32"}
 
 
 def _hex(value: int) -> str:
-    """``0x7F00``: a mask as the encoders print it."""
+    """A mask in hex with capital digits, as the encoders print it."""
     return f"0x{value:X}"
 
 
