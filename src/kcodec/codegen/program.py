@@ -1,9 +1,9 @@
 """The emitter-ready plan: what the back ends print, with every decision already taken.
 
-``kcodec.codegen.planner`` builds it from the merged specs and their per-version layouts; the Python
-templates only print it. Nothing here is computed at print time: function
-ids, the strategy of every array and struct, constant names, local variable names and the checks a
-value needs are all fields.
+``kcodec.codegen.planner`` builds it from the merged specs and their per-version layouts; the
+printers (``kcodec.codegen.print_read``, ``kcodec.codegen.print_write``) and the Python templates only
+print it. Nothing here is computed at print time: function ids, the strategy of every array and
+struct, constant names, local variable names and the checks a value needs are all fields.
 
 Operations come in three families, one per generated function kind: ``Read*`` (decoders), ``Write*``
 (encoders) and ``Skip*`` (the walkers of lazy decoding). Each value occurrence is one op whose ``kind``
