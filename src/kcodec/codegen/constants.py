@@ -14,6 +14,9 @@ from __future__ import annotations
 from kcodec.codegen.layout import RunPlan
 from kcodec.codegen.wire_types import WIRE_TYPES
 
+#: arrays of fewer fixed-width values than this are read and written with a struct constant of a table
+#: (``ConstantPool.values_table``); longer ones with a format made for their count
+VALUES_TABLE_SIZE = 32
 #: struct format code -> type name (the table's fixed-width types, plus the count byte)
 _CODE_NAMES = {t.fmt: t.name for t in WIRE_TYPES.values() if t.fixed_width} | {"B": "uint8"}
 

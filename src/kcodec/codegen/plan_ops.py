@@ -13,6 +13,7 @@ from dataclasses import replace
 from kcodec.codegen.constants import ConstantPool
 from kcodec.codegen.layout import FieldPlan, RunPlan, StructPlan, ValuePlan
 from kcodec.codegen.program import (
+    INTERPRETED,
     AbsentCheck,
     BuildObject,
     KnownTag,
@@ -26,12 +27,13 @@ from kcodec.codegen.program import (
     ShapeWrite,
     SkipStructArray,
     SkipValue,
+    Target,
     WriteArray,
     WriteRun,
     WriteTagged,
     WriteValue,
 )
-from kcodec.codegen.strategy import read_strategy, same_width, shape, write_strategy
+from kcodec.codegen.strategy import ITER_UNPACK_MIN, read_strategy, same_width, shape, write_strategy
 from kcodec.codegen.wire_types import INT32_MAX
 
 #: names a generated function already uses (or must not shadow): locals never take them
@@ -119,8 +121,12 @@ class OpBuilder:
         native_elements: bool = False,
         calls_only: bool = False,
         version: str = "",
+        target: Target = INTERPRETED,
     ) -> None:
         self.pool = pool
+        #: the build the ops are printed for: each op carries the form it asks for (runtime helpers,
+        #: versioned helper arguments, compiled error tracking and constructors, ``bytes`` input)
+        self.target = target
         self.version = version  # lazy arrays: a version they are read at (``ReadArray.version``)
         #: arrays of structs read by a call of the element's decoder per element, never in place
         #: (``Target.helpers``: small code for the messages outside the hot set); encoders
@@ -170,13 +176,18 @@ class OpBuilder:
         # the most a written length may be (the table's maximum length; compact bytes: the varint's)
         limit = wire.length_limit(v.compact) if wire is not None else (None if v.compact else INT32_MAX)
         width = 2 if string else 4
+        three_byte = v.compact and v.kind in ("bytes", "records")
+        versioned = self.target.versioned
         return Length(
             var=self.names.new(var),
             compact=v.compact,
             width=width,
-            three_byte=v.compact and v.kind in ("bytes", "records"),
+            three_byte=three_byte,
             limit=limit,
             arith=arith(LENGTH_CODES[width], 0) if self.bytes_buffer and not v.compact else "",
+            width_arg=f"_W{width}" if versioned else str(0 if v.compact else width),
+            limit_arg="_M4" if versioned and width == 4 else str(limit),
+            helper=self.target.helpers and not three_byte,
         )
 
     # --- reading ---------------------------------------------------------------------------------
@@ -212,29 +223,35 @@ class OpBuilder:
         if v.kind in ("string", "bytes", "records"):
             return ReadValue(
                 v.kind, target, seg, track, nullable=v.nullable, length=self._length(v, f"{seg}_len"),
-                end=self.names.new(f"{seg}_end"), check_string_limit=_checks_limit(v),
+                end=self.names.new(f"{seg}_end"), max_length=_compact_limit(v),
+                helper=self.target.helpers and v.kind != "records", bytes_input=self.target.bytes_buffer,
             )
         if v.kind == "struct":
-            return ReadValue("struct", target, seg, track, nullable=v.nullable, fn=self.fn(v.struct))
+            return ReadValue("struct", target, seg, track, nullable=v.nullable, fn=self.fn(v.struct),
+                             bytes_input=self.target.bytes_buffer)
         assert v.kind == "array" and v.element is not None
         length = self._length(v, f"{seg}_count")
         return ReadValue("array", target, seg, track, nullable=v.nullable, length=length,
-                         array=self._read_array(v.element, seg, length.var, lazy))
+                         array=self._read_array(v.element, seg, length.var, lazy), helper=self.target.helpers)
 
     def _read_array(self, el: ValuePlan, seg: str, count: str, lazy: bool) -> ReadArray:
         elseg = f"{seg}[]"
         items, item = self.names.new(f"{seg}_list"), self.names.new(f"{seg}_item")
+        compiled = self.target.compiled
         if el.kind == "fixed":
             if el.is_uuid:
-                return ReadArray("uuids", elseg, items, item, elem_size=16, min_size=16)
+                return ReadArray("uuids", elseg, items, item, elem_size=el.size, min_size=el.size,
+                                 compiled=compiled)
             return ReadArray("values", elseg, items, item, elem_size=el.size, min_size=el.size,
-                             table=self.pool.values_table(el.fmt), value_fmt=el.fmt)
+                             table=self.pool.values_table(el.fmt), value_fmt=el.fmt, compiled=compiled)
         if el.kind != "struct":
             element = self.read_value(el, item, seg, track=False)
-            return ReadArray("generic", elseg, items, item, min_size=el.min_size, element=element)
+            return ReadArray("generic", elseg, items, item, min_size=el.min_size, element=element,
+                             compiled=compiled)
         sp = el.struct
         assert sp is not None
-        base = ReadArray("call", elseg, items, item, min_size=el.min_size, cls=sp.class_name, fn=self.fn(sp))
+        base = ReadArray("call", elseg, items, item, min_size=el.min_size, cls=sp.class_name, fn=self.fn(sp),
+                         compiled=compiled)
         if lazy:
             return replace(base, strategy="lazy", start=self.names.new(f"{seg}_start"),
                            skip=self.skip_structs(sp, count), message=self.message, version=self.version)
@@ -256,7 +273,7 @@ class OpBuilder:
             stores += tuple((f"{item}.{a}", d) for a, d in sw.defaults)
             ctor = _keywords([*zip(sw.attrs, values, strict=True), *sw.defaults])
             return replace(out, same_width=SameWidth(self.pool.fmt(sw.fmt), sw.size, unpacked, stores,
-                                                      self.names.new(f"{seg}_append"), ctor))
+                                                      self.names.new(f"{seg}_append"), ctor, ITER_UNPACK_MIN))
         if strategy == "shaped":
             return replace(out, shape=self._shape_read(sp, item))
         return out
@@ -342,14 +359,16 @@ class OpBuilder:
             return SkipValue("fixed", seg, where, size=v.size)
         if v.kind in ("string", "bytes", "records"):
             return SkipValue(v.kind, seg, where, nullable=v.nullable, length=self._length(v, f"{seg}_len"),
-                             end=self.names.new(f"{seg}_end"),
-                             check_string_limit=_checks_limit(v))
+                             end=self.names.new(f"{seg}_end"), max_length=_compact_limit(v),
+                             helper=self.target.helpers and v.kind != "records")
         if v.kind == "struct":
-            return SkipValue("struct", seg, where, nullable=v.nullable, fn=self.fn(v.struct))
+            return SkipValue("struct", seg, where, nullable=v.nullable, fn=self.fn(v.struct),
+                             bytes_input=self.target.bytes_buffer)
         el = v.element
         assert el is not None
         length = self._length(v, f"{seg}_count")
-        op = SkipValue("array", seg, where, nullable=v.nullable, length=length, min_size=el.min_size)
+        op = SkipValue("array", seg, where, nullable=v.nullable, length=length, min_size=el.min_size,
+                       helper=self.target.helpers)
         if el.kind == "fixed":
             return replace(op, elem_size=el.size)
         if el.kind == "struct":
@@ -359,12 +378,17 @@ class OpBuilder:
 
     # --- writing -----------------------------------------------------------------------------------
 
-    def absent_checks(self, plan: StructPlan, obj: str) -> tuple[AbsentCheck, ...]:
+    def absent_checks(self, plan: StructPlan, obj: str, *, track: bool = True) -> tuple[AbsentCheck, ...]:
         return tuple(
-            AbsentCheck(a.attr, nondefault(f"{obj}.{a.attr}", a.default), json_name(a.name))
+            AbsentCheck(a.attr, nondefault(f"{obj}.{a.attr}", a.default), json_name(a.name),
+                        self._mark(repr(a.attr), track))
             for a in plan.absent
             if not a.ignorable
         )
+
+    def _mark(self, source: str | None, track: bool) -> str:
+        """What a compiled encoder records in ``_field`` before a tracked step ("": nothing)."""
+        return source or "" if track and self.target.compiled else ""
 
     def write_steps(
         self, plan: StructPlan, obj: str, out: str = "out", *, track: bool = True
@@ -375,49 +399,54 @@ class OpBuilder:
                 sources = tuple(f"{obj}.{f.attr}" for f in step.fields)
                 uuids = tuple(f"{obj}.{f.attr}" for f in step.fields if f.value.is_uuid)
                 run = self.pool.run(step) if track else None
-                ops.append(WriteRun(run, sources, self.pool.fmt(step.fmt), uuids, out))
+                mark = self._mark(run, track)
+                ops.append(WriteRun(run, sources, self.pool.fmt(step.fmt), uuids, out, mark=mark))
             else:
                 ops.append(self.write_value(step.value, f"{obj}.{step.attr}", step.attr, out, track=track))
         return tuple(ops)
 
     def write_value(self, v: ValuePlan, source: str, seg: str, out: str, *, track: bool) -> WriteValue:
         new = self.names.new
+        mark = self._mark(repr(seg), track)
         if v.kind == "fixed":
             kind = "uuid" if v.is_uuid else "fixed"
-            return WriteValue(kind, source, seg, track, out, fmt=self.pool.fmt(">" + v.fmt))
+            return WriteValue(kind, source, seg, track, out, fmt=self.pool.fmt(">" + v.fmt), mark=mark)
         if v.kind in ("string", "bytes", "records"):
             return WriteValue(v.kind, source, seg, track, out, nullable=v.nullable,
                               value=new(f"{seg}_value"), data=new(f"{seg}_bytes"),
-                              length=self._length(v, f"{seg}_len"))
+                              length=self._length(v, f"{seg}_len"), mark=mark,
+                              helper=self.target.helpers and v.kind != "records")
         if v.kind == "struct":
             return WriteValue("struct", source, seg, track, out, nullable=v.nullable,
-                              value=new(f"{seg}_value"), fn=self.fn(v.struct))
+                              value=new(f"{seg}_value"), fn=self.fn(v.struct), mark=mark)
         el = v.element
         assert v.kind == "array" and el is not None
         value = new(f"{seg}_value")
         length = self._length(v, f"{seg}_count")
-        op = WriteValue("array", source, seg, track, out, nullable=v.nullable, value=value, length=length)
+        op = WriteValue("array", source, seg, track, out, nullable=v.nullable, value=value, length=length,
+                        mark=mark)
         return replace(op, array=self._write_array(el, seg, value, length, out))
 
     def _write_array(self, el: ValuePlan, seg: str, value: str, length: Length, out: str) -> WriteArray:
         elseg = f"{seg}[]"
         item = self.names.new(f"{seg}_item")
+        tracked = self.target.compiled
         if el.kind == "fixed" and not el.is_uuid:
             count_code = "B" if length.compact else "i"
             return WriteArray(
                 "values", elseg, item, table=self.pool.values_table(el.fmt, count_code), value_fmt=el.fmt,
                 packed=self.names.new(f"{seg}_packed"),
-                count_source=f"{length.var} + 1" if length.compact else length.var,
+                count_source=f"{length.var} + 1" if length.compact else length.var, tracked=tracked,
             )
         if el.kind != "struct":
             element = self.write_value(el, item, seg, out, track=False)
-            return WriteArray("generic", elseg, item, element=element)
+            return WriteArray("generic", elseg, item, element=element, tracked=tracked)
         sp = el.struct
         assert sp is not None
         strategy = write_strategy(sp)
         if strategy == "inline" and self.calls_only:  # its encoder, with the errors written in place gives
-            return WriteArray("call", elseg, item, fn=self.fn(sp), holder=item, rerun=True)
-        base = WriteArray(strategy, elseg, item, fn=self.fn(sp), holder=item)
+            return WriteArray("call", elseg, item, fn=self.fn(sp), holder=item, rerun=True, tracked=tracked)
+        base = WriteArray(strategy, elseg, item, fn=self.fn(sp), holder=item, tracked=tracked)
         if strategy == "call":
             return base
         if self.native_elements:  # the element's fields are read through its native-typed local
@@ -430,7 +459,7 @@ class OpBuilder:
             values = tuple(f"{item}.{a}" for a in sw.attrs) + (("0",) if sw.flexible else ())
             return replace(base, same_width_fmt=self.pool.fmt(sw.fmt), same_width_values=values)
         index = self.names.new(f"{seg}_index")
-        absent = self.absent_checks(sp, item)
+        absent = self.absent_checks(sp, item, track=False)
         if strategy == "shaped":
             return replace(base, index=index, absent=absent, shape=self._shape_write(sp, item))
         body = self.write_steps(sp, item, out, track=False)
@@ -464,7 +493,7 @@ class OpBuilder:
                               track=False))
             for t in plan.tagged
         )
-        return WriteTagged(known, _tuple_source(str(t.tag) for t in plan.tagged))
+        return WriteTagged(known, _tuple_source(str(t.tag) for t in plan.tagged), self.target.compiled)
 
 
 def _keywords(args: list[tuple[str, str]], unknown: str = "None") -> str:
@@ -483,6 +512,6 @@ def _tuple_source(items: object) -> str:
 __all__ = ["READ", "WRITE", "FieldPlan", "Locals", "OpBuilder", "json_name", "nondefault"]
 
 
-def _checks_limit(v: ValuePlan) -> bool:
-    """Whether a reader refuses a compact length above the type's maximum (strings: 32767)."""
-    return v.compact and v.wire is not None and v.wire.compact_limit is not None
+def _compact_limit(v: ValuePlan) -> int | None:
+    """The most a compact length may say before a reader refuses it (strings: their maximum length)."""
+    return v.wire.compact_limit if v.compact and v.wire is not None else None

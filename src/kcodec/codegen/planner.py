@@ -174,22 +174,27 @@ def _plan_function(
     target: Target,
 ) -> FunctionPlan:
     calls = target.helpers
-    decode = OpBuilder(pool, ids, message, target.bytes_buffer, target.builds_from_locals, calls_only=calls)
+    decode = OpBuilder(
+        pool, ids, message, target.bytes_buffer, target.builds_from_locals, calls_only=calls, target=target
+    )
     read = decode.read_steps(sp, "obj")
     read_tagged = decode.read_tagged(sp, "obj") if sp.flexible else None
     read_build = decode.build(sp, "obj", read_tagged)
     version = "v" if target.versioned else str(served[0])  # (versioned: the merged function's version)
     lazy = OpBuilder(
-        pool, ids, message, target.bytes_buffer, target.builds_from_locals, calls_only=calls, version=version
+        pool, ids, message, target.bytes_buffer, target.builds_from_locals, calls_only=calls, version=version,
+        target=target,
     )
     read_lazy = lazy.read_steps(sp, "obj", lazy=True) if is_root else ()
     lazy_tagged = read_tagged
     if target.builds_from_locals and is_root and sp.flexible:  # its own locals for the tagged fields
         lazy_tagged = lazy.read_tagged(sp, "obj")
-    skip = () if is_root else OpBuilder(pool, ids, message, target.bytes_buffer).skip_steps(sp)
+    skip = () if is_root else OpBuilder(pool, ids, message, target.bytes_buffer, target=target).skip_steps(sp)
     # (encoders keep their strategies: an element written in place names a field at fault as today)
     # (versioned modules call the element's encoder where they would write it inline)
-    encode = OpBuilder(pool, ids, message, native_elements=target.compiled, calls_only=target.versioned)
+    encode = OpBuilder(
+        pool, ids, message, native_elements=target.compiled, calls_only=target.versioned, target=target
+    )
     return FunctionPlan(
         id=ids[sp],
         cls=sp.class_name,

@@ -1,13 +1,15 @@
 """The emitter-ready plan: what the back ends print, with every decision already taken.
 
-``kcodec.codegen.planner`` builds it from the merged specs and their per-version layouts; the Python
-templates only print it. Nothing here is computed at print time: function
-ids, the strategy of every array and struct, constant names, local variable names and the checks a
-value needs are all fields.
+``kcodec.codegen.planner`` builds it from the merged specs and their per-version layouts; the
+printers (``kcodec.codegen.print_read``, ``kcodec.codegen.print_write``) and the Python templates only
+print it. Nothing here is computed at print time: function ids, the strategy of every array and
+struct, constant names, local variable names and the checks a value needs are all fields.
 
 Operations come in three families, one per generated function kind: ``Read*`` (decoders), ``Write*``
 (encoders) and ``Skip*`` (the walkers of lazy decoding). Each value occurrence is one op whose ``kind``
-the templates switch on.
+the printers (``kcodec.codegen.print_read``, ``kcodec.codegen.print_write``) dispatch on. An op
+carries everything its printer prints: its locals, constants, limits and the form the build target
+asks for (runtime helpers, native constructors, error tracking), so a printer decides nothing.
 """
 
 from __future__ import annotations
@@ -71,6 +73,12 @@ class Length:
     three_byte: bool = False  # compact lengths up to 2 MiB read/written in place (bytes/records)
     limit: int | None = None  # the most a written length may be (None: no check)
     arith: str = ""  # non-compact, bytes-only compiled reads: the prefix by integer arithmetic
+    #: the width and limit arguments of the runtime helpers (``kcodec.protocol._gen_runtime``): the
+    #: width (0: compact) and the limit, or in versioned modules the names each function sets
+    #: (``_W4``, ``_M4``: ``kcodec.codegen.vmerge``)
+    width_arg: str = ""
+    limit_arg: str = ""
+    helper: bool = False  # encoders: written by the runtime's ``_write_length``
 
 
 # --- reading ---------------------------------------------------------------------------------------
@@ -113,9 +121,11 @@ class ReadValue:
     arith: str = ""  # fixed, bytes-only compiled reads: the value by integer arithmetic instead
     length: Length | None = None
     end: str = ""  # string/bytes/records: local holding the end offset
-    check_string_limit: bool = False  # compact strings: refuse lengths above 32767
+    max_length: int | None = None  # compact strings: refuse lengths above it (the type's maximum)
     fn: str = ""  # struct: decoder function
     array: ReadArray | None = None
+    helper: bool = False  # strings, bytes: read by a runtime helper; arrays: their count
+    bytes_input: bool = False  # the buffer is ``bytes`` (strings decoded in place, null structs by byte)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +155,9 @@ class ReadArray:
     #: which a LazyArray whose element fails to build has the runtime read the element again
     version: str = ""
     build: BuildObject | None = None  # inline/shaped, compiled: the element made from its locals
+    #: compiled: elements made by one constructor call (``SameWidth.ctor``, ``ShapeRead.ctor``), the
+    #: shape's locals typed, a LazyArray stored without a type-checker comment
+    compiled: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +170,7 @@ class SameWidth:
     stores: tuple[tuple[str, str], ...]  # (target, source) per field and default
     append: str  # local: the list's bound append
     ctor: str = ""  # compiled target: keyword arguments building the element in one constructor call
+    min_count: int = 0  # the fewest elements read with one iter_unpack (``strategy.ITER_UNPACK_MIN``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,12 +243,14 @@ class SkipValue:
     nullable: bool = False
     length: Length | None = None
     end: str = ""
-    check_string_limit: bool = False
+    max_length: int | None = None  # compact strings: refuse lengths above it
     fn: str = ""  # struct: skip function
     elem_size: int = 0  # array of fixed-width values
     min_size: int = 0
     structs: SkipStructArray | None = None
     element: SkipValue | None = None  # array of variable-length values
+    helper: bool = False  # strings, bytes: skipped by a runtime helper; arrays: their count read by one
+    bytes_input: bool = False  # the buffer is ``bytes``: a null struct's marker tested as a byte
 
 
 # --- writing ---------------------------------------------------------------------------------------
@@ -248,6 +264,7 @@ class WriteRun:
     uuid_sources: tuple[str, ...]
     out: str = "out"
     kind: str = "run"
+    mark: str = ""  # compiled encoders: what ``_field`` records before the run (its description)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +281,8 @@ class WriteValue:
     length: Length | None = None
     fn: str = ""  # struct: encoder
     array: WriteArray | None = None
+    mark: str = ""  # compiled encoders: what ``_field`` records before the value (its segment)
+    helper: bool = False  # strings, bytes: written by a runtime helper
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,6 +312,9 @@ class WriteArray:
     #: call: on an error, the element's encoder runs again on a new bytearray, whose error is raised (as
     #: for an element written in place, which it replaces: versioned modules)
     rerun: bool = False
+    #: compiled encoders: the array's field and element index kept for errors (``_field``, ``_index``),
+    #: an element written in place that fails written again by its own encoder to name the field
+    tracked: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,12 +335,14 @@ class AbsentCheck:
     seg: str
     condition: str  # true when the value is not the default
     json_name: str
+    mark: str = ""  # compiled encoders: what ``_field`` records before the check
 
 
 @dataclass(frozen=True, slots=True)
 class WriteTagged:
     known: tuple[tuple[int, str, str, WriteValue], ...]  # (tag, attr, non-default condition, value)
     known_tags: str  # source of the tuple of tags the version defines
+    tracked: bool = False  # compiled encoders: ``_field`` names each tagged field before it is written
 
 
 # --- functions, classes, modules ----------------------------------------------------------------------

@@ -1,6 +1,10 @@
-"""Print a package plan with jinja2: per message a Python codec module, a module converting it to
-Kafka JSON and its facts extractors; the package index and the runtime's copy of the wire-type table.
-Printing decides nothing."""
+"""Print a package plan: per message a Python codec module, a module converting it to Kafka JSON and
+its facts extractors; the package index and the runtime's copy of the wire-type table. Printing
+decides nothing.
+
+A codec module's functions are printed from their ops by the printers (``kcodec.codegen.print_read``,
+``kcodec.codegen.print_write``); jinja2 templates print the modules around them (imports, constants,
+classes, tables) and the other files."""
 
 from __future__ import annotations
 
@@ -8,7 +12,10 @@ from pathlib import Path
 
 import jinja2
 
-from kcodec.codegen.program import ModulePlan, PackagePlan
+from kcodec.codegen.constants import VALUES_TABLE_SIZE
+from kcodec.codegen.print_read import decoder, skipper
+from kcodec.codegen.print_write import encoder
+from kcodec.codegen.program import FunctionPlan, ModulePlan, PackagePlan, Target
 from kcodec.codegen.vmerge import drop_unused, merge_facts, merge_json, merge_module
 from kcodec.codegen.wire_types import runtime_copy
 
@@ -32,6 +39,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters["py"] = repr
     env.globals["zip"] = zip
+    env.globals["values_table_size"] = VALUES_TABLE_SIZE
     return env
 
 
@@ -46,9 +54,18 @@ def tidy(source: str) -> str:
     return "\n".join(out).strip("\n") + "\n"
 
 
+def function_code(fn: FunctionPlan, target: Target) -> str:
+    """The code of one struct layout: its decoder, then the root's lazy decoder or a child's skipper,
+    then its encoder, two blank lines apart."""
+    second = decoder(fn, target, lazy=True) if fn.is_root else skipper(fn, target)
+    parts = (decoder(fn, target), second, encoder(fn, target))
+    return "\n\n\n".join("\n".join(lines) for lines in parts)
+
+
 def render_module(env: jinja2.Environment, module: ModulePlan) -> str:
     """The Python codec module of one message (a ``versioned`` one: a function per struct, ``vmerge``)."""
-    source = tidy(env.get_template("module.py.j2").render(module=module))
+    functions = [function_code(fn, module.target) for fn in module.functions]
+    source = tidy(env.get_template("module.py.j2").render(module=module, functions=functions))
     if module.target.compiled:
         return source
     if module.target.versioned:

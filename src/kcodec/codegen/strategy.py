@@ -21,6 +21,9 @@ from dataclasses import dataclass
 
 from kcodec.codegen.layout import FieldPlan, RunPlan, StructPlan, ValuePlan
 
+#: the fewest same-width elements read with one ``iter_unpack`` (shorter arrays: element by element)
+ITER_UNPACK_MIN = 4
+
 
 def _fields(plan: StructPlan) -> list[FieldPlan]:
     """The struct's non-run fields and its tagged fields."""

@@ -10,9 +10,9 @@ and mutator. The runtime cannot import the generator, so it reads that generated
 runtime restates a fact this table holds.
 
 Adding a type of an existing snippet family (say ``uint64``: ``fixed``, ``"Q"``, 8 bytes, its bounds,
-construct ``Int64ub``) is one entry here; a new family also needs its emitter snippets
-(``templates/python/read.j2`` and ``write.j2`` branch on the value op's kind, which layout.py takes
-from ``WireType.snippet``), its helpers in ``kcodec.protocol._gen_runtime``, and its reader and
+construct ``Int64ub``) is one entry here; a new family also needs its printers
+(``kcodec.codegen.print_read`` and ``print_write`` dispatch on the value op's kind, which layout.py
+takes from ``WireType.snippet``), its helpers in ``kcodec.protocol._gen_runtime``, and its reader and
 writer in ``kcodec.protocol.wire_table``.
 """
 
@@ -65,14 +65,26 @@ def _int(name: str, fmt: str, size: int, lo: int, hi: int, construct: str) -> Wi
     return WireType(name, "fixed", "int", "int", construct, fmt, size, (lo, hi))
 
 
+INT8_MAX = 2**7 - 1
 INT16_MAX = 2**15 - 1
 INT32_MAX = 2**31 - 1
+
+#: unsigned varints (compact lengths and counts, tagged fields): 7 bits a byte, low bits first, every
+#: byte but the last with the high bit set. A value below ``VARINT_ONE_BYTE`` takes one byte, below
+#: ``VARINT_TWO_BYTES`` two, below ``VARINT_THREE_BYTES`` three.
+VARINT_BITS = 7
+VARINT_ONE_BYTE = 1 << VARINT_BITS
+VARINT_TWO_BYTES = 1 << 2 * VARINT_BITS
+VARINT_THREE_BYTES = 1 << 3 * VARINT_BITS
+#: the int8 before a nullable struct: -1 (null, written as its byte) or 1 (present)
+NULL_STRUCT_BYTE = 0xFF
+PRESENT_STRUCT_BYTE = 1
 
 WIRE_TYPES: dict[str, WireType] = {
     t.name: t
     for t in (
         WireType("bool", "fixed", "bool", "bool", "Flag", "?", 1),
-        _int("int8", "b", 1, -(2**7), 2**7 - 1, "Int8sb"),
+        _int("int8", "b", 1, -(2**7), INT8_MAX, "Int8sb"),
         _int("int16", "h", 2, -(2**15), INT16_MAX, "Int16sb"),
         _int("uint16", "H", 2, 0, 2**16 - 1, "Int16ub"),
         _int("int32", "i", 4, -(2**31), INT32_MAX, "Int32sb"),
