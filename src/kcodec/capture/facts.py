@@ -7,11 +7,11 @@ of ``kcodec decode-capture``, and by anything that flattens frames into table ro
 one generated for it (``kcodec._generated.facts_``, one straight-line function per struct layout and
 version, planned at build time by ``kcodec.codegen.plan_facts``), for the others one built at run
 time from the message's description by the same rules (``kcodec.protocol.facts_build``); either
-reads only the fields that hold such facts. What a field names
-comes from its spec (``kcodec.capture.entities``): topic names, broker ids, group ids, producer ids
-and transactional ids by the specs' ``entityType``; topic ids and partition indexes, which the specs
-do not mark, by a short list. ``ErrorCode`` anywhere is an error code; leader epochs, offsets and a
-few other values are shown by name (the tables of ``kcodec.protocol.entity_roles``).
+reads only the fields that hold such facts. What a field names comes from its spec
+(``kcodec.protocol.entity_roles``): topic names, broker ids, group ids, producer ids and
+transactional ids by the specs' ``entityType``; topic ids and partition indexes, which the specs do
+not mark, by a short list. ``ErrorCode`` anywhere is an error code; leader epochs, offsets and a few
+other values are shown by name (the same module's tables).
 """
 
 from __future__ import annotations

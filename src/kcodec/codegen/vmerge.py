@@ -1,12 +1,12 @@
 """One function per struct that branches on the version, for ``versioned`` modules.
 
 A module is first printed as usual: per struct, one function per layout (``d_<Struct>_v<first
-version>``, ``dl_``, ``s_``, ``e_``; JSON modules ``j_``), each serving some versions. Here the
+version>``, ``dl_``, ``s_``, ``e_``), each serving some versions. Here the
 functions of each struct are merged into one (``d_<Struct>``, ...) taking the version as its first
 argument: the statements the layouts share are printed once, the others under a version conditional
 (``if v >= 3:``), in an order that keeps every layout's own statements in its order. Each version so
 runs exactly the statements of its layout, the same values, checks and errors. Calls of a struct's
-function pass the version on; the tables (``DECODERS``, ``DECODERS_LAZY``, ``ENCODERS``, ``TO_JSON``)
+function pass the version on; the tables (``DECODERS``, ``DECODERS_LAZY``, ``ENCODERS``)
 hold the root functions with their version bound (``functools.partial``), as lazy arrays do for their
 element decoder.
 
