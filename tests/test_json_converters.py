@@ -1,8 +1,10 @@
 """``kcodec.to_json`` runs the converters the generator wrote (``kcodec._generated.json_``, one module
-per message, through ``jsonconv.json_converter``); their output must be exactly what the
-schema-walking definition of Kafka JSON gives. The reference walker below is that definition, written
-as directly as possible (it is what ``kcodec.protocol.jsonconv`` itself ran before the converters were
-generated), and the converters are compared with it on every API and version."""
+per hot or client group message, through ``jsonconv.json_converter``) or, for the other messages,
+converters built from their description (``kcodec.protocol.json_build``); their output must be
+exactly what the schema-walking definition of Kafka JSON gives. The reference walker below is that
+definition, written as directly as possible (it is what ``kcodec.protocol.jsonconv`` itself ran
+before the converters were generated), and the converters are compared with it on every API and
+version."""
 
 from __future__ import annotations
 
