@@ -1,10 +1,10 @@
 """The test oracle of ``kcodec.capture.facts``: the generic walker the generated extractors replaced.
 
 It reads the schema at run time (``message_info``) and walks a decoded body field by field, with
-the planner's roles (``kcodec.codegen.plan_facts.field_entity``: a field's ``entityType``, or its
-entry in the list of unmarked fields) and value tables; the tests check that the generated
-extractors find exactly what it finds (``test_facts_extractors``), and that those roles are the
-specs' marks (``test_facts_roles``, which reads the spec files themselves).
+the roles of ``kcodec.protocol.entity_roles`` (``field_entity``: a field's ``entityType``, or its
+entry in the list of unmarked fields) and its value tables; the tests check that the extractors
+(generated, or built at run time) find exactly what it finds (``test_facts_extractors``), and that
+those roles are the specs' marks (``test_facts_roles``, which reads the spec files themselves).
 
 The facts people look for in a frame, pulled out of its body: error codes (and where), the
 topic-partitions it is about with their offsets and leader epochs, brokers, and key fields (group,
@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcodec.protocol.codec import message_info
-from kcodec.codegen.plan_facts import (
+from kcodec.protocol.entity_roles import (
     ENDPOINT,
     KEY_ENTITIES,
     KEY_VALUES,

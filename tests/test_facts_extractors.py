@@ -1,5 +1,7 @@
 """``kcodec.capture.facts.frame_facts`` runs the extractors the generator wrote
-(``kcodec._generated.facts_``, planned by ``kcodec.codegen.plan_facts``); what they find must be
+(``kcodec._generated.facts_``, planned by ``kcodec.codegen.plan_facts``, for the hot and client group
+messages) or built from the message's description (``kcodec.protocol.facts_build``, for the others),
+by the rules of ``kcodec.protocol.entity_roles``; what they find must be
 exactly what the generic walker (``facts_reference``, what ``frame_facts`` ran before they were
 generated) finds, field for field and in the same order, on every API and version."""
 

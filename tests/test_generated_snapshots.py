@@ -36,8 +36,9 @@ CODECS = (
     ("RequestHeader", False),
     ("AddOffsetsToTxnRequest", True),
 )
-#: messages whose JSON and facts modules are kept too
-COMPANIONS = ("AddOffsetsToTxnRequest",)
+#: messages whose JSON and facts modules are kept too (a client group message: the messages outside the
+#: hot and client group sets have none, their converters and extractors are built at run time)
+COMPANIONS = ("HeartbeatResponse",)
 
 
 @cache

@@ -3,24 +3,28 @@ topic-partitions it is about with their offsets and leader epochs, brokers, and 
 member, generation, client software, ...). Shared by the summaries, the filters and the statistics
 of ``kcodec decode-capture``, and by anything that flattens frames into table rows.
 
-:func:`frame_facts` runs the message's generated extractor (``kcodec._generated.facts_``, one
-straight-line function per struct layout and version, planned at build time by
-``kcodec.codegen.plan_facts``): it reads only the fields that hold such facts. What a field names
-comes from its spec (``kcodec.capture.entities``): topic names, broker ids, group ids, producer ids
-and transactional ids by the specs' ``entityType``; topic ids and partition indexes, which the specs
-do not mark, by a short list. ``ErrorCode`` anywhere is an error code; leader epochs, offsets and a
-few other values are shown by name (the planner's tables).
+:func:`frame_facts` runs the message's extractor: for the hot and the consumer group messages the
+one generated for it (``kcodec._generated.facts_``, one straight-line function per struct layout and
+version, planned at build time by ``kcodec.codegen.plan_facts``), for the others one built at run
+time from the message's description by the same rules (``kcodec.protocol.facts_build``); either
+reads only the fields that hold such facts. What a field names comes from its spec
+(``kcodec.protocol.entity_roles``): topic names, broker ids, group ids, producer ids and
+transactional ids by the specs' ``entityType``; topic ids and partition indexes, which the specs do
+not mark, by a short list. ``ErrorCode`` anywhere is an error code; leader epochs, offsets and a few
+other values are shown by name (the same module's tables).
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from kcodec.capture.events import CapturedFrame, CaptureEvent
-from kcodec.protocol.codec import GENERATED, module
+from kcodec.protocol.codec import GENERATED, message_info, module
 from kcodec.protocol.errors import KcodecError, UnsupportedVersionError
+from kcodec.protocol.facts_build import build_extractor
 from kcodec.protocol.facts_model import Facts, PartitionFacts
 from kcodec.protocol.model import Message
 
@@ -41,18 +45,41 @@ _extractors: dict[tuple[str, int, str], _Extractor] = {}
 
 
 def extractor(message_name: str, version: int, table: str = "FACTS") -> _Extractor:
-    """The generated facts extractor of one message at ``version`` (its module imported on first use);
-    ``table="CODES"``: its codes extractor (see :func:`frame_codes`)."""
+    """The facts extractor of one message at ``version``, cached; ``table="CODES"``: its codes
+    extractor (see :func:`frame_codes`). The one the generator wrote if it wrote one (the hot and the
+    consumer group messages: its module imported on first use), else one built from the message's
+    description (``kcodec.protocol.facts_build``), which finds the same facts."""
     key = (message_name, version, table)
     fn = _extractors.get(key)
     if fn is None:
-        codec = module(message_name)  # UnknownMessageError if there is no such message
-        mod = importlib.import_module(f"{GENERATED}.facts_.{codec.__name__.rsplit('.', 1)[1]}")
-        found = getattr(mod, table).get(version)
+        mod = _facts_module(message_name)
+        found = getattr(mod, table).get(version) if mod is not None else None
         if found is None:
-            raise UnsupportedVersionError(f"{message_name} has no version {version}")
+            if mod is not None or version not in message_info(message_name).owners:
+                raise UnsupportedVersionError(f"{message_name} has no version {version}")
+            found = build_extractor(message_name, version, codes=table == "CODES")
         fn = _extractors[key] = found
     return fn
+
+
+# message name -> its generated facts module (None: the generator wrote none for it)
+_facts_modules: dict[str, ModuleType | None] = {}
+
+
+def _facts_module(message_name: str) -> ModuleType | None:
+    if message_name in _facts_modules:
+        return _facts_modules[message_name]
+    codec = module(message_name)  # UnknownMessageError if there is no such message
+    name = f"{GENERATED}.facts_.{codec.__name__.rsplit('.', 1)[1]}"
+    mod: ModuleType | None
+    try:
+        mod = importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name != name:
+            raise
+        mod = None
+    _facts_modules[message_name] = mod
+    return mod
 
 
 def codes_extractor(message_name: str, version: int) -> _Extractor:

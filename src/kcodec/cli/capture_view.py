@@ -327,6 +327,7 @@ def records_fields(frame: CapturedFrame) -> list[tuple[str, Any]]:
         return []
     from kcodec.capture.entities import field_entity
     from kcodec.protocol.codec import message_info
+    from kcodec.protocol.entity_roles import in_partition
 
     body = frame.body
     version = frame.api_version or 0
@@ -336,13 +337,13 @@ def records_fields(frame: CapturedFrame) -> list[tuple[str, Any]]:
     message = type(body).MESSAGE_NAME
 
     def walk(struct_name: str, obj: Any, topic: str, partition: str, parent_field: str) -> None:
-        in_partition = "partition" in struct_name.lower() or "partition" in parent_field
+        partition_struct = in_partition(struct_name, parent_field)
         for f in info.fields_at(struct_name, version):
             value = getattr(obj, f.attr, None)
             if value is None:
                 continue
             child = f.struct_name
-            entity = None if child else field_entity(message, f.name, f.type, f.entity_type, in_partition)
+            entity = None if child else field_entity(message, f.name, f.type, f.entity_type, partition_struct)
             if child is not None:
                 for item in value if f.is_array else [value]:
                     walk(child, item, topic, partition, f.attr)

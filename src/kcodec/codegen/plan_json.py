@@ -40,14 +40,12 @@ class _Module:
     classes: dict[str, None] = field(default_factory=dict)
     defaults: dict[str, str] = field(default_factory=dict)
     uses: set[str] = field(default_factory=set)
-    versioned: bool = False  # every member its own statement (no dict display), for vmerge
 
 
 def plan_json(merged: MergedMessage, fields_by_set: FieldsBySet, sources: tuple[str, ...],
-              module: str, versioned: bool = False) -> JsonModulePlan:
-    """The JSON module of one message: a root converter per version and the functions it calls
-    (``versioned``: to be merged into one per struct, ``kcodec.codegen.vmerge.merge_json``)."""
-    out = _Module(versioned=versioned)
+              module: str) -> JsonModulePlan:
+    """The JSON module of one message: a root converter per version and the functions it calls."""
+    out = _Module()
     roots = []
     for v in merged.versions:
         roots.append((v, _function(merged.root, v, merged.owner(v).source, fields_by_set, out)))
@@ -60,7 +58,6 @@ def plan_json(merged: MergedMessage, fields_by_set: FieldsBySet, sources: tuple[
         name=merged.name, module=module, sources=sources, classes=tuple(sorted(out.classes)),
         defaults=tuple(out.defaults.items()), uses=tuple(sorted(out.uses)), functions=functions,
         roots=tuple(roots), records_versions=tuple(v for v, fid in roots if out.functions[fid].records),
-        versioned=versioned,
     )
 
 
@@ -86,7 +83,7 @@ def _function(ms: MergedStruct, version: int, owner: str, fields_by_set: FieldsB
             members.append(JsonField(f.json_name, expr, condition, local, mf.attr))
         else:
             expr = _value(f, f"o.{mf.attr}", child, out, bind=True, local=local)
-            (members if members or out.versioned else literal).append(JsonField(f.json_name, expr))
+            (members if members else literal).append(JsonField(f.json_name, expr))
     key = (ms.name, records, tuple(literal), tuple(members))
     fid = out.ids.get(key)
     if fid is None:

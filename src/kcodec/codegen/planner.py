@@ -149,8 +149,10 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
         bound_decoders=tuple((v, ids[root]) for v, root in layouts.items()) if target.compiled else (),
         bound_encoders=tuple((v, ids[root]) for v, root in layouts.items()) if target.compiled else (),
         bound_encoders_chunked=any(writes_blobs(root) for root in roots),
-        json=plan_json(merged, fields_by_set, sources, module_name(merged.name), versioned),
-        facts=plan_facts(merged, fields_by_set, sources, module_name(merged.name), versioned),
+        # (the other messages' converters and extractors are built at run time from their INFO, by the
+        # same rules: kcodec.protocol.json_build, kcodec.protocol.facts_build)
+        json=None if versioned else plan_json(merged, fields_by_set, sources, module_name(merged.name)),
+        facts=None if versioned else plan_facts(merged, fields_by_set, sources, module_name(merged.name)),
     )
 
 

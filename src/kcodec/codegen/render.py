@@ -1,6 +1,6 @@
-"""Print a package plan: per message a Python codec module, a module converting it to Kafka JSON and
-its facts extractors; the package index and the runtime's copy of the wire-type table. Printing
-decides nothing.
+"""Print a package plan: per message a Python codec module (and for the hot and client group messages
+a module converting it to Kafka JSON and its facts extractors); the package index and the runtime's
+copy of the wire-type table. Printing decides nothing.
 
 A codec module's functions are printed from their ops by the printers (``kcodec.codegen.print_read``,
 ``kcodec.codegen.print_write``); jinja2 templates print the modules around them (imports, constants,
@@ -16,7 +16,7 @@ from kcodec.codegen.constants import VALUES_TABLE_SIZE
 from kcodec.codegen.print_read import decoder, skipper
 from kcodec.codegen.print_write import encoder
 from kcodec.codegen.program import FunctionPlan, ModulePlan, PackagePlan, Target
-from kcodec.codegen.vmerge import drop_unused, merge_facts, merge_json, merge_module
+from kcodec.codegen.vmerge import drop_unused, merge_module
 from kcodec.codegen.wire_types import runtime_copy
 
 TEMPLATES = Path(__file__).parent / "templates" / "python"
@@ -75,24 +75,17 @@ def render_module(env: jinja2.Environment, module: ModulePlan) -> str:
 
 
 def render_json(env: jinja2.Environment, module: ModulePlan) -> str:
-    """The module converting one message to Kafka JSON (a ``versioned`` one: a function per struct)."""
+    """The module converting one message to Kafka JSON (the hot and client group messages; the others'
+    converters are built at run time, ``kcodec.protocol.json_build``)."""
     assert module.json is not None
-    source = tidy(env.get_template("json.py.j2").render(json=module.json))
-    if not module.json.versioned:
-        return source
-    return tidy(merge_json(source, {fn.id: fn.served for fn in module.json.functions}, module.json.roots))
+    return tidy(env.get_template("json.py.j2").render(json=module.json))
 
 
 def render_facts(env: jinja2.Environment, module: ModulePlan) -> str:
-    """The module extracting the facts of one message (a ``versioned`` one: a function per struct)."""
-    facts = module.facts
-    assert facts is not None
-    source = tidy(env.get_template("facts.py.j2").render(facts=facts))
-    if not facts.versioned:
-        return source
-    families = (("f", facts.functions), ("c", facts.codes))
-    served = {f"{p}_{fn.id}": fn.served for p, fns in families for fn in fns}
-    return tidy(merge_facts(source, served, facts.roots, facts.codes_roots))
+    """The module extracting the facts of one message (the hot and client group messages; the others'
+    extractors are built at run time, ``kcodec.protocol.facts_build``)."""
+    assert module.facts is not None
+    return tidy(env.get_template("facts.py.j2").render(facts=module.facts))
 
 
 def render_package(plan: PackagePlan) -> dict[str, dict[str, str]]:

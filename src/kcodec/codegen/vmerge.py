@@ -1,12 +1,12 @@
 """One function per struct that branches on the version, for ``versioned`` modules.
 
 A module is first printed as usual: per struct, one function per layout (``d_<Struct>_v<first
-version>``, ``dl_``, ``s_``, ``e_``; JSON modules ``j_``), each serving some versions. Here the
+version>``, ``dl_``, ``s_``, ``e_``), each serving some versions. Here the
 functions of each struct are merged into one (``d_<Struct>``, ...) taking the version as its first
 argument: the statements the layouts share are printed once, the others under a version conditional
 (``if v >= 3:``), in an order that keeps every layout's own statements in its order. Each version so
 runs exactly the statements of its layout, the same values, checks and errors. Calls of a struct's
-function pass the version on; the tables (``DECODERS``, ``DECODERS_LAZY``, ``ENCODERS``, ``TO_JSON``)
+function pass the version on; the tables (``DECODERS``, ``DECODERS_LAZY``, ``ENCODERS``)
 hold the root functions with their version bound (``functools.partial``), as lazy arrays do for their
 element decoder.
 
@@ -530,40 +530,4 @@ def merge_module(
     return head + "\n" + "\n".join(printed) + "\n" + merged.tail
 
 
-def merge_json(source: str, served: dict[str, tuple[int, ...]], roots: Sequence[tuple[int, str]]) -> str:
-    """A JSON module (``json_/<message>.py``) printed with a converter per layout, each member its own
-    statement, with one converter per struct instead, and ``TO_JSON`` holding the root's."""
-    merged = _merged(source, served)
-    root = roots[0][1].rsplit("_v", 1)[0]
-    printed: list[str] = []
-    for text in merged.functions.values():
-        printed += ["", "", *text]
-    versions = [v for v, _ in roots]
-    assert versions == list(range(versions[0], versions[-1] + 1)), versions
-    printed += ["", "", f"TO_JSON: dict[int, Callable[..., dict[str, Any]]] = "
-                        f"{{v: _partial(j_{root}, v) for v in range({versions[0]}, {versions[-1] + 1})}}"]
-    head = _with_partial(merged.head, "from collections.abc import Callable")
-    return head + "\n" + "\n".join(printed) + "\n" + merged.tail
-
-
-def merge_facts(source: str, served: dict[str, tuple[int, ...]], roots: Sequence[tuple[int, str]],
-                codes_roots: Sequence[tuple[int, str]]) -> str:
-    """A facts module (``facts_/<message>.py``) printed with an extractor per layout (``f_``, and
-    ``c_`` for the codes), with one per struct instead; ``FACTS`` and ``CODES`` hold the roots'.
-    The version is ``_ver`` (the extractors name their values ``v``); ``served`` is by function name."""
-    merged = _merged(source, served, "_ver")
-    printed: list[str] = []
-    for text in merged.functions.values():
-        printed += ["", "", *text]
-    for table, prefix, pairs in (("FACTS", "f", roots), ("CODES", "c", codes_roots)):
-        versions = [v for v, _ in pairs]
-        assert versions == list(range(versions[0], versions[-1] + 1)), versions
-        root = pairs[0][1].rsplit("_v", 1)[0]
-        span = f"range({versions[0]}, {versions[-1] + 1})"
-        printed += ["", f"{table}: dict[int, Callable[[Any, Facts], None]] = "
-                        f"{{_ver: _partial({prefix}_{root}, _ver) for _ver in {span}}}"]
-    head = _with_partial(merged.head, "from collections.abc import Callable")
-    return head + "\n" + "\n".join(printed) + "\n" + merged.tail
-
-
-__all__ = ["condition", "drop_unused", "merge_facts", "merge_json", "merge_module", "renamer"]
+__all__ = ["condition", "drop_unused", "merge_module", "renamer"]

@@ -1,4 +1,5 @@
-"""What the facts extractors of ``kcodec._generated.facts_`` fill in (see ``kcodec.capture.facts``):
+"""What the facts extractors (generated, ``kcodec._generated.facts_``, or built at run time,
+``kcodec.protocol.facts_build``) fill in (see ``kcodec.capture.facts``):
 the records of one frame's facts, and how a place in a frame is named.
 
 Kept apart from ``kcodec.capture`` so that the generated code (the codec runtime's layer) can build

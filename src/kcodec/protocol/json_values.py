@@ -1,5 +1,5 @@
-"""How wire values look in Kafka's JSON (``JsonConverter``): the helpers the generated converters call
-(``kcodec._generated.json_``, through ``kcodec.protocol.jsonconv``)."""
+"""How wire values look in Kafka's JSON (``JsonConverter``): the helpers the converters call, generated
+(``kcodec._generated.json_``) or built at run time (``kcodec.protocol.json_build``)."""
 
 from __future__ import annotations
 

@@ -21,9 +21,10 @@ from types import ModuleType
 from typing import Any, Literal
 
 from kcodec.protocol.codec import GENERATED, message_class, message_info, module
-from kcodec.protocol.errors import InvalidArgumentError, JsonError
+from kcodec.protocol.errors import InvalidArgumentError, JsonError, UnsupportedVersionError
+from kcodec.protocol.json_build import build_converter, default_test, holds_records
 from kcodec.protocol.model import Message, Uuid
-from kcodec.protocol.schema import STRUCT_DEFAULT, FieldInfo, MessageInfo
+from kcodec.protocol.schema import FieldInfo, MessageInfo
 from kcodec.protocol.wire_table import WireType, wire_type
 
 RecordsMode = Literal["raw", "base64", "text"]
@@ -32,16 +33,7 @@ RECORDS_MODES: tuple[RecordsMode, ...] = ("raw", "base64", "text")
 
 def is_default(info: MessageInfo, f: FieldInfo, value: Any) -> bool:
     """Kafka's "is this field at its default" rule (decides whether tagged fields are written)."""
-    d = f.default
-    if d is None:
-        return value is None
-    if f.is_array:
-        return value is not None and len(value) == 0
-    if d is STRUCT_DEFAULT:
-        struct = f.struct_name
-        assert struct is not None
-        return bool(value == info.structs[struct].cls())
-    return bool(value == d)
+    return default_test(info, f)(value)
 
 
 def to_json(
@@ -70,16 +62,18 @@ def to_json(
     return out
 
 
-# (message name, version, records mode) -> the generated converter (bound to a records expander)
+# (message name, version, records mode) -> the converter (bound to a records expander)
 _converters: dict[tuple[str, int, str], Callable[[Any], dict[str, Any]]] = {}
 
 
 def json_converter(
     message_name: str, version: int, *, records: RecordsMode = "raw"
 ) -> Callable[[Any], dict[str, Any]]:
-    """The function ``to_json`` uses for one message and version: the converter the generator wrote
-    for it (``kcodec._generated.json_.<message module>``: straight-line Python, one function per
-    struct layout), imported on the message's first use and cached."""
+    """The function ``to_json`` uses for one message and version, cached: the converter the generator
+    wrote for it if it wrote one (``kcodec._generated.json_.<message module>``: straight-line Python,
+    one function per struct layout, for the hot and the consumer group messages), imported on the
+    message's first use; else one built from the message's description (``kcodec.protocol.json_build``),
+    which gives the same JSON."""
     if records not in RECORDS_MODES:
         raise InvalidArgumentError(f"records must be one of {RECORDS_MODES}, not {records!r}")
     key = (message_name, version, records)
@@ -87,27 +81,50 @@ def json_converter(
     if found is not None:
         return found
     table = _json_module(message_name)
-    convert: Callable[..., dict[str, Any]] | None = table.TO_JSON.get(version)
-    if convert is None:
-        from kcodec.protocol.errors import UnsupportedVersionError
-
-        raise UnsupportedVersionError(f"{message_name} has no version {version}")
-    if records != "raw" and version in table.RECORDS_VERSIONS:
-        convert = partial(convert, rec=_expanded_records(records))
+    if table is None:
+        convert = _built_converter(message_name, version, records)
+    else:
+        generated: Callable[..., dict[str, Any]] | None = table.TO_JSON.get(version)
+        if generated is None:
+            raise UnsupportedVersionError(f"{message_name} has no version {version}")
+        convert = generated
+        if records != "raw" and version in table.RECORDS_VERSIONS:
+            convert = partial(generated, rec=_expanded_records(records))
     _converters[key] = convert
     return convert
 
 
-_json_modules: dict[str, ModuleType] = {}
+def _built_converter(
+    message_name: str, version: int, records: RecordsMode
+) -> Callable[[Any], dict[str, Any]]:
+    """The converter built from the description of a message the generator wrote none for."""
+    if version not in message_info(message_name).owners:
+        raise UnsupportedVersionError(f"{message_name} has no version {version}")
+    if records == "raw":
+        return build_converter(message_name, version)
+    if not holds_records(message_name, version):
+        return json_converter(message_name, version)  # (the raw one: nothing for ``records`` to change)
+    return build_converter(message_name, version, rec=_expanded_records(records))
 
 
-def _json_module(message_name: str) -> ModuleType:
-    """The generated JSON module of one message, imported on first use."""
-    mod = _json_modules.get(message_name)
-    if mod is None:
-        codec = module(message_name)  # the classes the converters read (UnknownMessageError if none)
-        mod = importlib.import_module(f"{GENERATED}.json_.{codec.__name__.rsplit('.', 1)[1]}")
-        _json_modules[message_name] = mod
+# message name -> its generated JSON module (None: the generator wrote none for it)
+_json_modules: dict[str, ModuleType | None] = {}
+
+
+def _json_module(message_name: str) -> ModuleType | None:
+    """The generated JSON module of one message, imported on first use (None if there is none)."""
+    if message_name in _json_modules:
+        return _json_modules[message_name]
+    codec = module(message_name)  # the classes the converters read (UnknownMessageError if none)
+    name = f"{GENERATED}.json_.{codec.__name__.rsplit('.', 1)[1]}"
+    mod: ModuleType | None
+    try:
+        mod = importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name != name:
+            raise
+        mod = None
+    _json_modules[message_name] = mod
     return mod
 
 
@@ -129,8 +146,6 @@ def from_json(message_name: str, version: int, obj: Any) -> Message:
     """
     info = message_info(message_name)
     if version not in info.owners:
-        from kcodec.protocol.errors import UnsupportedVersionError
-
         raise UnsupportedVersionError(f"{message_name} has no version {version}")
     result = _struct_from_json(info, message_name, obj, version, message_name)
     assert isinstance(result, message_class(message_name))
