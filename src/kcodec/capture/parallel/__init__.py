@@ -63,7 +63,8 @@ def idle_cores() -> int:
 
 
 def default_workers(path: str | Path, min_bytes: int = MIN_PARALLEL_BYTES) -> int:
-    """Workers for a capture file by default: 1 (no workers) for anything but a regular file of at
+    """Workers for a capture file when asked to choose (``decode-capture -j auto``, and
+    :func:`decode_parallel` with ``workers=None``): 1 (no workers) for anything but a regular file of at
     least ``min_bytes``; otherwise one per idle core (:func:`idle_cores`), at most ``MAX_WORKERS``,
     and 1 when fewer than two are idle. (Workers
     on busy cores only share them: every worker reads and splits the whole file, so they cost more
