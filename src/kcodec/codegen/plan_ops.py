@@ -339,6 +339,8 @@ class OpBuilder:
     # --- skipping ----------------------------------------------------------------------------------
 
     def skip_structs(self, sp: StructPlan, count: str) -> SkipStructArray:
+        if self.target.versioned:  # no skip functions: the runtime skips the struct from INFO
+            return SkipStructArray(count, "", runtime=sp.class_name, version=self.version)
         sw = same_width(sp)
         if sw is None:
             return SkipStructArray(count, self.fn(sp))

@@ -191,7 +191,10 @@ def _plan_function(
     lazy_tagged = read_tagged
     if target.builds_from_locals and is_root and sp.flexible:  # its own locals for the tagged fields
         lazy_tagged = lazy.read_tagged(sp, "obj")
-    skip = () if is_root else OpBuilder(pool, ids, message, target.bytes_buffer, target=target).skip_steps(sp)
+    # (versioned modules print no skip functions: lazy decoding skips their structs from INFO)
+    skip = () if is_root or target.versioned else OpBuilder(
+        pool, ids, message, target.bytes_buffer, target=target
+    ).skip_steps(sp)
     # (encoders keep their strategies: an element written in place names a field at fault as today)
     # (versioned modules call the element's encoder where they would write it inline)
     encode = OpBuilder(

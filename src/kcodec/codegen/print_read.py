@@ -421,6 +421,8 @@ def read_tagged(t: ReadTagged) -> Lines:
 
 
 def skip_structs(s: SkipStructArray) -> Lines:
+    if s.runtime:
+        return [f"pos = _skip_structs(INFO, {s.runtime!r}, {s.version}, buf, pos, blen, {s.count})"]
     walk = [f"for _ in range({s.count}):", f"    pos = s_{s.fn}(buf, pos, blen)"]
     if not s.same_width:
         return walk

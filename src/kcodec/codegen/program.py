@@ -36,8 +36,9 @@ class Target:
     #: strings and bytes read, skipped and written by calls to ``kcodec.protocol._gen_runtime`` instead of
     #: inline code: the messages outside the hot set in the pure build (a call per value, not a dozen lines)
     helpers: bool = False
-    #: one decoder, skipper and encoder per struct that branch on the version (``kcodec.codegen.vmerge``)
-    #: instead of a copy per layout: the pure build's messages outside the hot and client group sets
+    #: one decoder and encoder per struct that branch on the version (``kcodec.codegen.vmerge``) instead
+    #: of a copy per layout, and no skip functions (lazy decoding skips structs by the runtime's skipper
+    #: built from ``INFO``): the pure build's messages outside the hot and client group sets
     versioned: bool = False
 
     @property
@@ -226,12 +227,17 @@ class ReadTagged:
 
 @dataclass(frozen=True, slots=True)
 class SkipStructArray:
-    """Walk ``count`` struct elements: one bounds check when they all have one width, else per element."""
+    """Walk ``count`` struct elements: one bounds check when they all have one width, else per element
+    (or, ``runtime``, by the runtime's skipper of the struct)."""
 
     count: str
-    fn: str  # the element's skip function
+    fn: str  # the element's skip function ("" in versioned modules: ``runtime``)
     same_width: int = 0  # element size when every element has one width (0: walk each)
     flexible: bool = False  # same width: check every element's tagged-field byte is 0
+    #: versioned modules, which print no skip functions: the struct whose elements the runtime skips
+    #: from the module's ``INFO`` (``kcodec.protocol.skipping.skip_structs``) at ``version``
+    runtime: str = ""
+    version: str = ""
 
 
 @dataclass(frozen=True, slots=True)

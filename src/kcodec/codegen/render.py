@@ -55,10 +55,14 @@ def tidy(source: str) -> str:
 
 
 def function_code(fn: FunctionPlan, target: Target) -> str:
-    """The code of one struct layout: its decoder, then the root's lazy decoder or a child's skipper,
-    then its encoder, two blank lines apart."""
-    second = decoder(fn, target, lazy=True) if fn.is_root else skipper(fn, target)
-    parts = (decoder(fn, target), second, encoder(fn, target))
+    """The code of one struct layout: its decoder, then the root's lazy decoder or a child's skipper
+    (none in versioned modules), then its encoder, two blank lines apart."""
+    parts = [decoder(fn, target)]
+    if fn.is_root:
+        parts.append(decoder(fn, target, lazy=True))
+    elif not target.versioned:
+        parts.append(skipper(fn, target))
+    parts.append(encoder(fn, target))
     return "\n\n\n".join("\n".join(lines) for lines in parts)
 
 

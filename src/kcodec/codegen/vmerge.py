@@ -1,14 +1,15 @@
 """One function per struct that branches on the version, for ``versioned`` modules.
 
 A module is first printed as usual: per struct, one function per layout (``d_<Struct>_v<first
-version>``, ``dl_``, ``s_``, ``e_``), each serving some versions. Here the
-functions of each struct are merged into one (``d_<Struct>``, ...) taking the version as its first
-argument: the statements the layouts share are printed once, the others under a version conditional
+version>``, ``dl_``, ``e_``: versioned modules have no skip functions, the runtime's skipper serves
+their lazy decoding, ``kcodec.protocol.skipping``), each serving some versions. Here the functions of
+each struct are merged into one (``d_<Struct>``, ...) taking the version as its first argument: the
+statements the layouts share are printed once, the others under a version conditional
 (``if v >= 3:``), in an order that keeps every layout's own statements in its order. Each version so
 runs exactly the statements of its layout, the same values, checks and errors. Calls of a struct's
-function pass the version on; the tables (``DECODERS``, ``DECODERS_LAZY``, ``ENCODERS``)
-hold the root functions with their version bound (``functools.partial``), as lazy arrays do for their
-element decoder.
+function pass the version on; the tables (``DECODERS``, ``DECODERS_LAZY``, ``ENCODERS``) hold the root
+functions with their version bound (``functools.partial``), as lazy arrays do for their element
+decoder.
 
 Statements are compared as printed text; compound statements with the same clause headers (an ``if``,
 a ``for``, the ``try`` around a body) have their bodies merged the same way.
