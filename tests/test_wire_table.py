@@ -75,7 +75,7 @@ def _register(mp: pytest.MonkeyPatch, package: dict[str, ModuleType]) -> SimpleN
     for cache in ("_modules", "_decoders", "_encoders", "_lazy_decoders"):
         mp.setattr(codec, cache, {})
     mp.setattr(jsonconv, "_converters", {})
-    mp.setattr(jsonconv, "_json_modules", {})
+    mp.setattr(codec, "_companions", {})
     mp.setattr(construct_backend, "_schemas", {})
     return SimpleNamespace(cls=package["scratch_data"].ScratchData)
 

@@ -16,13 +16,12 @@ other values are shown by name (the same module's tables).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 from kcodec.capture.events import CapturedFrame, CaptureEvent
-from kcodec.protocol.codec import GENERATED, message_info, module
+from kcodec.protocol.codec import companion_module, message_info
 from kcodec.protocol.errors import KcodecError, UnsupportedVersionError
 from kcodec.protocol.facts_build import build_extractor
 from kcodec.protocol.facts_model import Facts, PartitionFacts
@@ -62,24 +61,9 @@ def extractor(message_name: str, version: int, table: str = "FACTS") -> _Extract
     return fn
 
 
-# message name -> its generated facts module (None: the generator wrote none for it)
-_facts_modules: dict[str, ModuleType | None] = {}
-
-
 def _facts_module(message_name: str) -> ModuleType | None:
-    if message_name in _facts_modules:
-        return _facts_modules[message_name]
-    codec = module(message_name)  # UnknownMessageError if there is no such message
-    name = f"{GENERATED}.facts_.{codec.__name__.rsplit('.', 1)[1]}"
-    mod: ModuleType | None
-    try:
-        mod = importlib.import_module(name)
-    except ModuleNotFoundError as e:
-        if e.name != name:
-            raise
-        mod = None
-    _facts_modules[message_name] = mod
-    return mod
+    """The generated facts module of one message, imported on first use (None if there is none)."""
+    return companion_module(message_name, "facts_")
 
 
 def codes_extractor(message_name: str, version: int) -> _Extractor:

@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kcodec.codegen.merge import MergedMessage, MergedStruct
-from kcodec.codegen.program import FactsFunction, FactsModulePlan, FactsStep
+from kcodec.codegen.program import FactsFunction, FactsModulePlan
 from kcodec.codegen.spec.fields import FieldSpec
 from kcodec.codegen.spec.versions import version_ranges
-from kcodec.protocol.entity_roles import RoleField, facts_steps
+from kcodec.protocol.entity_roles import FactsStep, RoleField, facts_steps
 
 FieldsBySet = dict[str, dict[str, tuple[FieldSpec, ...]]]  # class -> spec set -> its fields there
 

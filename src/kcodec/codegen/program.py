@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kcodec.codegen.layout import StructPlan
+from kcodec.protocol.entity_roles import FactsStep
 
 
 @dataclass(frozen=True, slots=True)
@@ -457,26 +458,6 @@ class JsonModulePlan:
     #: one converter per struct branching on the version (``kcodec.codegen.vmerge.merge_json``), each
     #: member its own statement; else one per layout, its first members one dict display
     versioned: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class FactsStep:
-    """One field a facts extractor reads (``kcodec.capture.facts``), and what it is to the facts.
-
-    ``role``: ``error`` (an error code), ``topic`` (a topic name), ``topics`` (an array of topic
-    names), ``topic_id``, ``partition`` (a partition index), ``value`` (a partition-level value, or a
-    message-level one at the root), ``records`` (its size is counted), ``key`` (a message-level
-    value, first one wins), ``count`` (an array of structs with nothing of interest: only its size is
-    kept), ``node`` (a broker's id, host or port, read into ``local``: ``node_id``, ``node_host``,
-    ``node_port``), ``struct`` (a child struct or array of them, extracted by ``child``;
-    ``counted``: its size is kept too)."""
-
-    attr: str
-    role: str
-    child: str = ""
-    is_array: bool = False
-    counted: bool = False
-    local: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,31 @@ def module(message_name: str) -> ModuleType:
     return mod
 
 
+#: (subpackage, message name) -> its generated companion module, None where the generator wrote none
+_companions: dict[tuple[str, str], ModuleType | None] = {}
+
+
+def companion_module(message_name: str, package: str) -> ModuleType | None:
+    """The generated module of one message in the subpackage ``package`` (``json_``: its JSON
+    converters, ``facts_``: its facts extractors), imported on first use; None where the generator
+    wrote none (the messages outside the hot and client-group sets: theirs are built at run time).
+    Raises UnknownMessageError if there is no such message."""
+    key = (package, message_name)
+    if key in _companions:
+        return _companions[key]
+    codec = module(message_name)
+    name = f"{GENERATED}.{package}.{codec.__name__.rsplit('.', 1)[1]}"
+    found: ModuleType | None
+    try:
+        found = importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name != name:
+            raise
+        found = None
+    _companions[key] = found
+    return found
+
+
 def message_info(message_name: str) -> MessageInfo:
     info: MessageInfo = module(message_name).INFO
     return info

@@ -136,7 +136,8 @@ class FactsStep:
     value, first one wins), ``count`` (an array of structs with nothing of interest: only its size is
     kept), ``node`` (a broker's id, host or port, read into ``local``: ``node_id``, ``node_host``,
     ``node_port``), ``struct`` (a child struct named ``child``, or an array of them; ``counted``: its
-    size is kept too)."""
+    size is kept too). In the generator's plans (``kcodec.codegen.plan_facts``) ``child`` names the
+    child's extractor function instead."""
 
     attr: str
     role: str

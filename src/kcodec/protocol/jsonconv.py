@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import importlib
 import math
 from collections.abc import Callable
 from functools import partial
 from types import ModuleType
 from typing import Any, Literal
 
-from kcodec.protocol.codec import GENERATED, message_class, message_info, module
+from kcodec.protocol.codec import companion_module, message_class, message_info
 from kcodec.protocol.errors import InvalidArgumentError, JsonError, UnsupportedVersionError
 from kcodec.protocol.json_build import build_converter, default_test, holds_records
 from kcodec.protocol.model import Message, Uuid
@@ -107,25 +106,9 @@ def _built_converter(
     return build_converter(message_name, version, rec=_expanded_records(records))
 
 
-# message name -> its generated JSON module (None: the generator wrote none for it)
-_json_modules: dict[str, ModuleType | None] = {}
-
-
 def _json_module(message_name: str) -> ModuleType | None:
     """The generated JSON module of one message, imported on first use (None if there is none)."""
-    if message_name in _json_modules:
-        return _json_modules[message_name]
-    codec = module(message_name)  # the classes the converters read (UnknownMessageError if none)
-    name = f"{GENERATED}.json_.{codec.__name__.rsplit('.', 1)[1]}"
-    mod: ModuleType | None
-    try:
-        mod = importlib.import_module(name)
-    except ModuleNotFoundError as e:
-        if e.name != name:
-            raise
-        mod = None
-    _json_modules[message_name] = mod
-    return mod
+    return companion_module(message_name, "json_")
 
 
 def _expanded_records(mode: str) -> Callable[[Any], Any]:
