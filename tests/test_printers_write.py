@@ -13,12 +13,12 @@ import re
 import textwrap
 from pathlib import Path
 
+from test_printers import _function
+
 from kcodec.codegen import print_read as pr
 from kcodec.codegen import print_write as pw
-from kcodec.codegen.layout import StructPlan
 from kcodec.codegen.program import (
     AbsentCheck,
-    FunctionPlan,
     Length,
     ShapeWrite,
     Target,
@@ -37,29 +37,6 @@ INT32 = Length("n", compact=False, width=4, limit=INT32_MAX, width_arg="4", limi
 def lines(text: str) -> list[str]:
     """The expected lines, written as an indented block in the test."""
     return textwrap.dedent(text).strip("\n").split("\n")
-
-
-def _function(**fields: object) -> FunctionPlan:
-    base: dict[str, object] = dict(
-        id="Topic_v0",
-        cls="Topic",
-        versions="0-3",
-        served=(0, 1, 2, 3),
-        strategy="call",
-        layout=StructPlan("Topic", False, (), (), ()),
-        flexible=False,
-        is_root=False,
-        records_view=False,
-        read=(),
-        read_lazy=(),
-        read_defaults=(),
-        read_tagged=None,
-        skip=(),
-        write_absent=(),
-        write=(),
-        write_tagged=None,
-    )
-    return FunctionPlan(**(base | fields))  # type: ignore[arg-type]
 
 
 def test_write_lengths() -> None:
