@@ -121,7 +121,7 @@ def _versions(text: object) -> range:
 
 @cache
 def _sets() -> list[tuple[str, dict[str, Any]]]:
-    """``(set name, {message name: facts-only spec})`` for every set of schemas/, oldest first."""
+    """``(set name, {message name: spec})`` for every set of schemas/, oldest first."""
     entries = json.loads((SCHEMAS_DIR / "sets.json").read_text(encoding="utf-8"))
     return [
         (e["name"], {p.stem: json.loads(p.read_text(encoding="utf-8"))

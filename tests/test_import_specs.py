@@ -153,13 +153,13 @@ def test_string_tag_becomes_int_and_versions_filled() -> None:
         "tag": 0,
         "taggedVersions": "1+",
         "ignorable": True,
+        "about": "tagged, no versions",
     }
-    assert list(extra) == ["name", "type", "versions", "tag", "taggedVersions", "ignorable"]
+    assert list(extra) == ["name", "type", "versions", "tag", "taggedVersions", "ignorable", "about"]
 
 
-def test_about_dropped_and_values_kept_verbatim() -> None:
+def test_about_and_values_kept_verbatim() -> None:
     msg = _normalised_quirky()
-    assert "about" not in json.dumps(msg)
     assert list(msg) == [
         "apiKey",
         "type",
@@ -167,9 +167,14 @@ def test_about_dropped_and_values_kept_verbatim() -> None:
         "validVersions",
         "flexibleVersions",
         "listeners",
+        "about",
         "fields",
     ]
+    assert msg["about"] == "Docs with a URL: https://kafka.apache.org/protocol and /* not a comment */"
     by_name = {f["name"]: f for f in msg["fields"]}
+    assert by_name["Url"]["about"] == "A // inside a string."
+    assert list(by_name["Url"]) == ["name", "type", "versions", "default", "about"]
+    assert "about" not in by_name["Max"]
     assert by_name["Url"]["default"] == "http://a//b"
     assert by_name["Escaped"]["default"] == 'q"//x'
     assert by_name["Max"]["default"] == "0x7fffffff"
@@ -212,12 +217,22 @@ def test_nested_fields_and_common_structs_normalised() -> None:
         {
             "name": "S",
             "versions": "0+",
+            "about": "x",
             "fields": [
                 {"name": "T", "type": "int8", "versions": "3+", "tag": 2, "taggedVersions": "3+"},
             ],
         }
     ]
-    assert msg["fields"][0]["fields"] == [{"name": "B", "type": "int8", "versions": "0+"}]
+    assert msg["fields"][0]["fields"] == [{"name": "B", "type": "int8", "versions": "0+", "about": "y"}]
+
+
+@pytest.mark.parametrize("about", [None, 1, ["a"]])
+def test_an_about_that_is_not_a_string_is_rejected(about: Any) -> None:
+    field = {"name": "F", "type": "int8", "versions": "0+", "about": about}
+    with pytest.raises(imp.SpecError, match="about must be a string"):
+        imp.normalise_message({"name": "M", "type": "data", "fields": [field]}, warn=_quiet)
+    with pytest.raises(imp.SpecError, match="about must be a string"):
+        imp.normalise_message({"name": "M", "type": "data", "about": about, "fields": []}, warn=_quiet)
 
 
 def test_unknown_keys_dropped_with_warning() -> None:
@@ -277,7 +292,7 @@ def _snapshot(out: Path) -> dict[str, bytes]:
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
 
 
-def test_cli_writes_facts_only_files(tmp_path: Path) -> None:
+def test_cli_writes_canonical_files(tmp_path: Path) -> None:
     src = _make_input(tmp_path)
     out = tmp_path / "schemas"
     assert _run(tmp_path, src, out) == 0
@@ -285,9 +300,10 @@ def test_cli_writes_facts_only_files(tmp_path: Path) -> None:
     assert sorted(files) == ["s1/Plain.json", "s1/QuirkRequest.json", "sets.json"]
     for data in files.values():
         text = data.decode("utf-8")
-        assert "Licensed to the Apache" not in text and "about" not in text
+        assert "Licensed to the Apache" not in text and "Version 1 adds Extra" not in text
         assert text.endswith("}\n") or text.endswith("]\n")
     quirk = json.loads(files["s1/QuirkRequest.json"])
+    assert quirk["fields"][0]["about"] == "A // inside a string."
     assert files["s1/QuirkRequest.json"].decode() == json.dumps(quirk, indent=2) + "\n"
     sets = json.loads(files["sets.json"])
     assert [s["name"] for s in sets] == ["s1"]
@@ -353,6 +369,41 @@ def test_repository_schemas_are_up_to_date() -> None:
     for _, source in imp.DEFAULT_SETS:
         release_jar(source.rsplit(":", 1)[1])  # skip (fail in CI) when a jar cannot be had
     assert imp.main(["--check"]) == 0
+
+
+def _abouts(spec: dict[str, Any]) -> dict[str, str | None]:
+    """Every ``about`` of a spec (None where there is none), by the path of names leading to it."""
+    found: dict[str, str | None] = {"": spec.get("about")}
+
+    def walk(fields: list[dict[str, Any]], path: str) -> None:
+        for f in fields:
+            here = f"{path}.{f['name']}"
+            found[here] = f.get("about")
+            walk(f.get("fields", []), here)
+
+    for struct in spec.get("commonStructs", []):
+        found[struct["name"]] = struct.get("about")
+        walk(struct.get("fields", []), struct["name"])
+    walk(spec.get("fields", []), "")
+    return found
+
+
+def test_repository_schemas_keep_kafkas_about_texts() -> None:
+    """Every ``about`` of every spec of each imported set is the text of the release's own spec file:
+    the same string at the same place, and written with the same JSON escapes."""
+    schemas = SCRIPT.parent.parent / "schemas"
+    for set_name, source in imp.DEFAULT_SETS:
+        jar = release_jar(source.rsplit(":", 1)[1])
+        texts = 0
+        for file_name, data in sorted(jar.specs.items()):
+            raw = data.decode("utf-8")
+            upstream = _abouts(imp.load_kafka_json(raw, source=file_name, warn=_quiet))
+            ours = _abouts(json.loads((schemas / set_name / file_name).read_text(encoding="utf-8")))
+            assert ours == upstream, f"{set_name}/{file_name}"
+            for about in filter(None, ours.values()):
+                assert json.dumps(about, ensure_ascii=False) in raw, f"{set_name}/{file_name}: {about!r}"
+                texts += 1
+        assert texts > 1000, f"{set_name}: only {texts} about texts"
 
 
 def _make_jar(tmp_path: Path, src: Path, version: str | None = "9.9.9") -> Path:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Import upstream Apache Kafka message specs into kcodec's facts-only ``schemas/``.
+"""Import upstream Apache Kafka message specs into kcodec's canonical ``schemas/``.
 
 The upstream ``*.json`` message specs are "JSON with quirks": they carry ``//``
 line comments (including the Apache license header), may carry ``/* */`` block
@@ -8,11 +8,12 @@ some tags as strings (``"tag": "0"``) and omit ``versions`` on some tagged
 fields.  This script parses them with a small tokenizer-level comment stripper
 (string literals such as URLs containing ``//`` survive), normalises those
 quirks and writes one canonical, deterministic JSON file per spec that contains
-only protocol facts:
+the protocol facts and Kafka's own descriptions of them:
 
-* ``<out>/<set>/<Name>.json`` -- one per input spec, documentation (``about``),
-  comments and unknown keys removed, keys in a fixed canonical order, field
-  order (= wire order) exactly as upstream;
+* ``<out>/<set>/<Name>.json`` -- one per input spec, comments and unknown keys
+  removed, each ``about`` text (of the message, a common struct or a field) kept
+  exactly as Kafka writes it, keys in a fixed canonical order, field order
+  (= wire order) exactly as upstream;
 * ``<out>/sets.json`` -- provenance of every set (oldest / lowest priority
   first; later sets take precedence when they define the same version).
 
@@ -96,6 +97,7 @@ MESSAGE_KEYS: tuple[str, ...] = (
     "flexibleVersions",
     "listeners",
     "latestVersionUnstable",
+    "about",
     "fields",
     "commonStructs",
 )
@@ -114,18 +116,20 @@ FIELD_KEYS: tuple[str, ...] = (
     "entityType",
     "flexibleVersions",
     "zeroCopy",
+    "about",
     "fields",
 )
 """Field-level (and common-struct) keys kept in the output, in canonical order."""
 
 DOC_KEYS: frozenset[str] = frozenset({"about"})
-"""Known documentation-only keys: dropped silently."""
+"""Documentation keys: kept verbatim (they are in :data:`MESSAGE_KEYS` and :data:`FIELD_KEYS`);
+their value must be a string."""
 
 _SET_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _TAG_RE = re.compile(r"[0-9]+")
 
 # --------------------------------------------------------------------------
-# Normalisation to facts-only canonical form
+# Normalisation to the canonical form
 # --------------------------------------------------------------------------
 
 
@@ -144,6 +148,13 @@ def _normalise_tag(value: Any, where: str) -> int:
     return tag
 
 
+def _check_docs(raw: Mapping[str, Any], where: str) -> None:
+    """Raise :class:`SpecError` if a documentation key of ``raw`` is not a string."""
+    for key in sorted(DOC_KEYS & set(raw)):
+        if not isinstance(raw[key], str):
+            raise SpecError(f"{where}: {key} must be a string, got {type(raw[key]).__name__}")
+
+
 def _normalise_fields(value: Any, where: str, source: str, warn: Warn) -> list[dict[str, Any]]:
     """Normalise a ``fields`` / ``commonStructs`` list, preserving its order."""
     if not isinstance(value, list):
@@ -155,9 +166,9 @@ def _normalise_fields(value: Any, where: str, source: str, warn: Warn) -> list[d
 
 
 def normalise_field(raw: Any, *, where: str, source: str, warn: Warn | None = None) -> dict[str, Any]:
-    """Return the facts-only, canonically ordered form of one field or common struct.
+    """Return the canonically ordered form of one field or common struct.
 
-    * ``about`` is dropped silently, other unknown keys with a warning;
+    * ``about`` is kept verbatim, unknown keys are dropped with a warning;
     * a string tag becomes an int;
     * a tagged field without ``versions`` gets ``versions`` = ``taggedVersions``;
     * nested ``fields`` are normalised recursively, order preserved.
@@ -174,8 +185,9 @@ def normalise_field(raw: Any, *, where: str, source: str, warn: Warn | None = No
         raise SpecError(f"{source}: {where}: field without a name")
     label = f"{where} ({name})"
     for key in raw:
-        if key not in FIELD_KEYS and key not in DOC_KEYS:
+        if key not in FIELD_KEYS:
             report(f"{source}: unknown key {key!r} in {label} (dropped)")
+    _check_docs(raw, f"{source}: {label}")
 
     facts: dict[str, Any] = {key: raw[key] for key in FIELD_KEYS if key in raw}
     if "tag" in facts:
@@ -196,10 +208,10 @@ def normalise_field(raw: Any, *, where: str, source: str, warn: Warn | None = No
 def normalise_message(
     raw: Mapping[str, Any], *, source: str = "<string>", warn: Warn | None = None
 ) -> dict[str, Any]:
-    """Return the facts-only, canonically ordered form of one message spec.
+    """Return the canonically ordered form of one message spec.
 
-    Message-level keys are kept in :data:`MESSAGE_KEYS` order; ``about`` is
-    dropped silently and unknown keys with a warning.  ``fields`` and
+    Message-level keys are kept in :data:`MESSAGE_KEYS` order (``about``
+    verbatim); unknown keys are dropped with a warning.  ``fields`` and
     ``commonStructs`` are normalised with :func:`normalise_field`.
 
     Raises:
@@ -207,8 +219,9 @@ def normalise_message(
     """
     report = warn if warn is not None else print_warning
     for key in raw:
-        if key not in MESSAGE_KEYS and key not in DOC_KEYS:
+        if key not in MESSAGE_KEYS:
             report(f"{source}: unknown message key {key!r} (dropped)")
+    _check_docs(raw, source)
     if not isinstance(raw.get("name"), str):
         raise SpecError(f"{source}: message without a name")
     facts: dict[str, Any] = {key: raw[key] for key in MESSAGE_KEYS if key in raw}

@@ -129,7 +129,7 @@ def merged_owners(schemas_dir: Path) -> dict[str, dict[int, tuple[str, Spec]]]:
 
 
 def release_specs(jar: SpecJar) -> list[dict[str, Any]]:
-    """The facts-only form (as ``tools/import_specs.py`` writes it) of every spec in a release's jar."""
+    """The canonical form (as ``tools/import_specs.py`` writes it) of every spec in a release's jar."""
     out = []
     for file_name, data in sorted(jar.specs.items()):
         where = f"{jar.kafka_version or jar.path.name}/{file_name}"
