@@ -154,6 +154,25 @@ def test_describe_json_versions_tags_defaults() -> None:
     assert "Topics.TopicId" not in fields
 
 
+def test_describe_shows_each_fields_description_from_the_spec() -> None:
+    from kcodec.protocol.codec import message_info
+
+    infos = {f.name: f for f in message_info("FetchRequest").fields_at("FetchPartition", 12)}
+    about = infos["CurrentLeaderEpoch"].about
+    assert about == "The current leader epoch of the partition."  # Kafka's text (4.4.0's spec)
+    doc = json.loads(run("describe", "FetchRequest", "--version", "12", "--json").output)
+    fields = _flatten(doc["fields"])
+    assert fields["Topics.Partitions.CurrentLeaderEpoch"]["about"] == about
+    assert all(f["about"] for f in fields.values())  # every FetchRequest field has its text
+    lines = run("describe", "FetchRequest", "--version", "12").output.splitlines()
+    assert lines[1].split()[-1] == "description"
+    epoch = next(line for line in lines if "CurrentLeaderEpoch" in line)
+    assert "current_leader_epoch" in epoch and "-1" in epoch and about[:20] in epoch  # one row a field
+    isolation = next(line for line in lines if line.startswith("IsolationLevel"))
+    assert len(fields["IsolationLevel"]["about"]) > 160  # a long text is cut to the width
+    assert "This setting controls" in isolation and "…" in isolation and len(isolation.rstrip()) <= 160
+
+
 def test_describe_response_and_errors() -> None:
     result = run("describe", "FetchResponse", "--version", "4")
     assert result.exit_code == 0 and "FetchResponse v4" in result.output and "not flexible" in result.output

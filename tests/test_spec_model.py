@@ -185,6 +185,63 @@ def test_merge_takes_each_version_from_the_newest_set() -> None:
     assert [f.attr for f in merged.root.fields] == ["topics", "cluster_id", "new"]
 
 
+def test_about_texts_are_carried_by_fields_structs_and_messages() -> None:
+    s = spec(about="A demo.", commonStructs=[
+        {"name": "Common", "versions": "0+", "about": "Shared.", "fields": [
+            {"name": "X", "type": "int8", "versions": "0+", "about": "An \\ \"odd\" text."}]}])
+    field(s, "Topics")["about"] = "Each topic."
+    field(s, "Topics")["fields"][0]["about"] = "The topic name."
+    m = MessageSpec.from_json(s, "DemoRequest.json")
+    assert m.about == m.root.about == "A demo."
+    topics, cluster = m.root.fields
+    assert topics.about == "Each topic." and topics.fields is not None
+    assert topics.fields[0].about == "The topic name."
+    assert cluster.about is None and m.struct_of(topics).about is None  # an inline struct: its field has it
+    common = m.structs.get("Common", "x")
+    assert common.about == "Shared." and common.fields[0].about == 'An \\ "odd" text.'
+    field(s, "Topics")["about"] = 3
+    check(s, "about must be a string")
+    check(spec(about=["no"]), "about must be a string")
+
+
+def test_merge_takes_the_newest_about_and_falls_back_to_older_sets() -> None:
+    old_obj = spec(about="Old message.")
+    field(old_obj, "Topics")["about"] = "Old topics."
+    field(old_obj, "Topics")["fields"][0]["about"] = "Old name."
+    field(old_obj, "ClusterId")["about"] = "Old cluster."
+    new_obj = spec(validVersions="2-4")
+    field(new_obj, "Topics")["about"] = "New topics."
+    field(new_obj, "Topics")["fields"][0]["about"] = "New name."
+    old, new = MessageSpec.from_json(old_obj, "old"), MessageSpec.from_json(new_obj, "new")
+    old.source, new.source = "old", "new"
+    merged = merge_message([old, new])
+    abouts = {f.attr: f.about for f in merged.root.fields}
+    assert abouts == {"topics": "New topics.", "cluster_id": "Old cluster."}  # new has none for ClusterId
+    assert merged.classes["Topic"].fields[0].about == "New name."
+    assert merged.about == "Old message."
+
+
+def test_real_schemas_carry_the_newest_about_into_the_generated_classes() -> None:
+    import kcodec._generated.produce_request as produce
+
+    messages, _ = merged_messages(ROOT / "schemas")
+    merged = next(m for m in messages if m.name == "ProduceRequest")
+    newest = json.loads((ROOT / "schemas" / "4.4.0" / "ProduceRequest.json").read_text())
+    acks = field(newest, "Acks")["about"]
+    assert acks.startswith("The number of acknowledgments") and merged.root.get("Acks").about == acks  # type: ignore[union-attr]
+    data = merged.classes["PartitionProduceData"]
+    epoch = data.get("CurrentLeaderEpoch")
+    assert epoch is not None and epoch.about is not None and "KIP-359" in epoch.about  # the proposal's own
+    index = data.get("Index")
+    assert index is not None and index.about == "The partition index."  # 4.4.0's: the proposal has none
+    # the class docstrings: one line per field, its description after its facts
+    doc = produce.ProduceRequest.__doc__ or ""
+    assert f"acks: int16, versions 0+; default 0 -- {acks}\n" in doc
+    # the runtime field descriptions: every set's table of a struct carries the newest text
+    for infos in produce.INFO.structs["ProduceRequest"].by_set.values():
+        assert next(f for f in infos if f.name == "Acks").about == acks
+
+
 def test_real_schemas_merge_and_cover_the_4x_versions() -> None:
     messages, _ = merged_messages(ROOT / "schemas")
     by_name = {m.name: m for m in messages}

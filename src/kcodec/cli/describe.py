@@ -96,6 +96,8 @@ def field_tree(info: MessageInfo, struct: str, version: int, depth: int = 0) -> 
             item["map_key"] = True
         if f.entity_type:
             item["entity_type"] = f.entity_type
+        if f.about is not None:
+            item["about"] = f.about
         child = f.struct_name
         if child is not None and child in info.structs and depth < 32:
             item["fields"] = field_tree(info, child, version, depth + 1)
@@ -165,6 +167,20 @@ def describe_command(message: str, version: int | None, as_json: bool) -> None:
         f"{name} v{version} ({info.kind}{key}; {'flexible' if flexible else 'not flexible'}; "
         f"spec set {spec_set})"
     )
+    out = console()
+    table = _table(title, tree, None)
+    room = out.width - out.measure(table).maximum - 2  # what the columns leave of the width
+    if room >= _MIN_DESCRIPTION:  # the spec's description of each field, cut to that room
+        table = _table(title, tree, room)
+    out.print(table)
+
+
+_MIN_DESCRIPTION = 20
+"""The narrowest description column ``describe`` prints (in a narrower terminal: none)."""
+
+
+def _table(title: str, tree: list[dict[str, Any]], description: int | None) -> Table:
+    """The field tree as a table, one row per field; with a description column ``description`` wide."""
     table = Table(title=escape(title), title_justify="left", box=None, pad_edge=False)
     table.add_column("field", no_wrap=True)
     table.add_column("attribute", no_wrap=True, style="dim")
@@ -173,10 +189,12 @@ def describe_command(message: str, version: int | None, as_json: bool) -> None:
     table.add_column("nullable", no_wrap=True)
     table.add_column("tag", justify="right", no_wrap=True)
     table.add_column("default", no_wrap=True)
+    if description is not None:
+        table.add_column("description", no_wrap=True, overflow="ellipsis", max_width=description)
 
     def rows(items: list[dict[str, Any]], depth: int) -> None:
         for it in items:
-            table.add_row(
+            cells = [
                 "  " * depth + ("└ " if depth else "") + it["name"],
                 it["attr"],
                 escape(it["type"]),
@@ -184,8 +202,11 @@ def describe_command(message: str, version: int | None, as_json: bool) -> None:
                 "nullable" if it["nullable"] else "",
                 "" if it["tag"] is None else str(it["tag"]),
                 escape(it["default"]),
-            )
+            ]
+            if description is not None:
+                cells.append(escape(it.get("about", "")))
+            table.add_row(*cells)
             rows(it.get("fields", []), depth + 1)
 
     rows(tree, 0)
-    console().print(table)
+    return table

@@ -4,7 +4,9 @@ Spec sets are listed oldest first in ``schemas/sets.json``. For a message, versi
 the newest set whose ``validVersions`` contains ``v``; its plan is built from that set's spec alone.
 The Python class of a message or struct is shared by all versions, so it carries the union of the
 fields the sets define (looked up by field name, recursively); its defaults and types come from the
-newest definition, and conflicting definitions are a ``SpecError``.
+newest definition, and conflicting definitions are a ``SpecError``. Its description (``about``) is the
+newest set's text, or the newest text of an older set where the newer sets have none (a proposal set
+restating Kafka's fields without their texts).
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from kcodec.codegen.spec.versions import Versions
 
 @dataclass(slots=True)
 class MergedField:
-    """One attribute of a generated class and the newest spec field that defines it."""
+    """One attribute of a generated class, the newest spec field that defines it and the newest
+    description of it."""
 
     attr: str
     spec: FieldSpec
     struct: MergedStruct | None = None
+    about: str | None = None
 
 
 @dataclass(slots=True)
@@ -33,6 +37,7 @@ class MergedStruct:
 
     name: str
     fields: list[MergedField] = field(default_factory=list)
+    about: str | None = None
 
     def get(self, name: str) -> MergedField | None:
         for f in self.fields:
@@ -56,6 +61,10 @@ class MergedMessage:
     @property
     def versions(self) -> Versions:
         return Versions(min(self.owners), max(self.owners))
+
+    @property
+    def about(self) -> str | None:
+        return self.root.about
 
     @property
     def newest(self) -> MessageSpec:
@@ -94,6 +103,8 @@ def merge_message(specs_oldest_first: list[MessageSpec]) -> MergedMessage:
 def _merge_struct(
     spec: MessageSpec, struct: StructSpec, into: MergedStruct, classes: dict[str, MergedStruct], where: str
 ) -> None:
+    if into.about is None:
+        into.about = struct.about
     for f in struct.fields:
         here = f"{where}.{f.name}"
         existing = into.get(f.name)
@@ -102,6 +113,8 @@ def _merge_struct(
             into.fields.append(existing)
         else:
             _check_compatible(existing.spec, f, here)
+        if existing.about is None:
+            existing.about = f.about
         if f.type.struct_name is None:
             continue
         if existing.struct is None:

@@ -261,7 +261,8 @@ def specs_by_set(merged: MergedMessage) -> dict[str, dict[str, tuple[FieldSpec, 
 
 
 def _field_info(f: FieldSpec, merged_struct: MergedStruct, cls: MergedStruct | None) -> str:
-    """Source of the runtime ``FieldInfo`` of one field as one spec set defines it."""
+    """Source of the runtime ``FieldInfo`` of one field as one spec set defines it; its ``about`` is
+    the merged field's (the newest text), so the sets describing a struct alike share one table."""
     type_text = f.type.text
     if cls is not None and f.type.struct_name is not None:
         type_text = ("[]" if f.type.is_array else "") + cls.name
@@ -274,8 +275,8 @@ def _field_info(f: FieldSpec, merged_struct: MergedStruct, cls: MergedStruct | N
         default_src = "_ZERO_UUID" if default == bytes(16) else f"_Uuid(bytes.fromhex({default.hex()!r}))"
     else:
         default_src = repr(default)
-    parts = [repr(f.name), repr(next(m.attr for m in merged_struct.fields if m.spec.name == f.name)),
-             repr(type_text), vrange(f.versions)]
+    merged = next(m for m in merged_struct.fields if m.spec.name == f.name)
+    parts = [repr(f.name), repr(merged.attr), repr(type_text), vrange(f.versions)]
     if not f.nullable_versions.empty:
         parts.append(f"nullable={vrange(f.nullable_versions)}")
     if f.tag is not None:
@@ -292,11 +293,14 @@ def _field_info(f: FieldSpec, merged_struct: MergedStruct, cls: MergedStruct | N
     parts.append(f"default={default_src}")
     if f.default_text is not None:
         parts.append(f"default_text={f.default_text!r}")
+    if merged.about is not None:
+        parts.append(f"about={merged.about!r}")
     return f"FieldInfo({', '.join(parts)})"
 
 
-def _field_doc(attr: str, f: FieldSpec, default: str) -> str:
-    """One docstring line from the spec facts: type, versions, default, nullable, tagged."""
+def _field_doc(attr: str, f: FieldSpec, default: str, about: str | None = None) -> str:
+    """One docstring line from the spec facts: type, versions, default, nullable, tagged, and after
+    them the spec's description (on the same line, as a docstring may hold it)."""
     parts = [f"{attr}: {f.type.text}, versions {f.versions}", f"default {default}"]
     if not f.nullable_versions.empty:
         parts.append(f"nullable {f.nullable_versions}")
@@ -304,7 +308,15 @@ def _field_doc(attr: str, f: FieldSpec, default: str) -> str:
         parts.append(f"tagged {f.tagged_versions} (tag {f.tag})")
     if f.ignorable:
         parts.append("ignorable")
-    return "; ".join(parts)
+    line = "; ".join(parts)
+    if about:
+        line += " -- " + _doc_text(about)
+    return line
+
+
+def _doc_text(text: str) -> str:
+    """A spec's description as docstring text: on one line, its backslashes and quotes escaped."""
+    return " ".join(text.split()).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _in_place(layouts: dict[int, StructPlan]) -> dict[str, str]:
@@ -349,7 +361,7 @@ def _plan_classes(
                 annotation=annotation,
                 default=default,
                 param_default="MISSING" if mutable else default,
-                doc=_field_doc(mf.attr, mf.spec, default),
+                doc=_field_doc(mf.attr, mf.spec, default, mf.about),
             ))
         infos = tuple(
             (set_name, tuple(_field_info(f, ms, (ms.get(f.name) or ms.fields[0]).struct) for f in fspecs))
@@ -357,6 +369,8 @@ def _plan_classes(
         )
         is_root = name == merged.name
         doc = f"{merged.name} message." if is_root else f"Struct {name} of {merged.name}."
+        if ms.about:  # a message's or common struct's own description (Kafka's specs give none today)
+            doc += " " + _doc_text(ms.about)
         classes.append(ClassPlan(name, is_root, doc, tuple(fields), infos, in_place.get(name, "")))
     classes.reverse()  # children before parents reads better; the root class comes last
     return tuple(classes)

@@ -44,7 +44,7 @@ def range_text(r: VersionRange | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class FieldInfo:
-    """One field as a spec set defines it (names, type, version ranges, default)."""
+    """One field as a spec set defines it (names, type, version ranges, default, description)."""
 
     name: str  # spec name, e.g. CurrentLeaderEpoch
     attr: str  # Python attribute, e.g. current_leader_epoch
@@ -62,6 +62,8 @@ class FieldInfo:
     entity_type: str | None = None
     default: Any = None  # Python value; for arrays [], for structs STRUCT_DEFAULT
     default_text: str | None = None
+    #: the spec's description of the field, as the newest spec set describing it writes it
+    about: str | None = None
 
     @property
     def json_name(self) -> str:

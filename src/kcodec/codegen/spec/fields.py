@@ -20,7 +20,8 @@ _FIELD_KEYS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class FieldSpec:
-    """A validated field. ``fields`` holds the inline struct definition, if the field has one."""
+    """A validated field. ``fields`` holds the inline struct definition, if the field has one;
+    ``about`` is the spec's description of the field, exactly as the spec writes it (None: none)."""
 
     name: str
     type: FieldType
@@ -35,6 +36,7 @@ class FieldSpec:
     flexible_versions: Versions | None
     zero_copy: bool
     fields: tuple[FieldSpec, ...] | None
+    about: str | None = None
 
     @staticmethod
     def from_json(obj: Any, where: str) -> FieldSpec:
@@ -96,6 +98,7 @@ class FieldSpec:
         entity = obj.get("entityType")
         if entity is not None and not isinstance(entity, str):
             raise SpecError(here, f"entityType must be a string, not {entity!r}")
+        about = about_text(obj, here)
         default = obj.get("default")
         if default is not None and not isinstance(default, str):
             # Specs write defaults as strings, but tolerate JSON numbers/bools the way Kafka's Jackson does.
@@ -113,7 +116,7 @@ class FieldSpec:
             name=name, type=ftype, versions=vers, nullable_versions=nullable, tag=tag,
             tagged_versions=tagged, default_text=default, ignorable=bool(obj.get("ignorable", False)),
             map_key=bool(obj.get("mapKey", False)), entity_type=entity, flexible_versions=flexible,
-            zero_copy=zero_copy, fields=children,
+            zero_copy=zero_copy, fields=children, about=about,
         )
         spec.default_value(here)  # validates the default against the type
         return spec
@@ -160,6 +163,14 @@ class FieldSpec:
         wire = t.wire
         assert wire is not None
         return _parse_default(wire.name, wire.json, wire.bounds, text, here)
+
+
+def about_text(obj: dict[str, Any], where: str) -> str | None:
+    """The ``about`` of a spec object (a message, struct or field), None if it has none."""
+    about = obj.get("about")
+    if about is not None and not isinstance(about, str):
+        raise SpecError(where, f"about must be a string, not {about!r}")
+    return about
 
 
 def _parse_default(

@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcodec.codegen.spec.errors import SpecError
-from kcodec.codegen.spec.fields import FieldSpec
+from kcodec.codegen.spec.fields import FieldSpec, about_text
 from kcodec.codegen.spec.structs import StructRegistry, StructSpec
 from kcodec.codegen.spec.versions import Versions
 
 _MESSAGE_KEYS = frozenset(
     {"apiKey", "type", "name", "validVersions", "deprecatedVersions", "flexibleVersions", "listeners",
-     "latestVersionUnstable", "fields", "commonStructs"}
+     "latestVersionUnstable", "about", "fields", "commonStructs"}
 )
 _KINDS = ("request", "response", "header", "data")
 
@@ -36,10 +36,10 @@ class MessageSpec:
 
     @staticmethod
     def from_json(obj: Any, where: str) -> MessageSpec:
-        """Validate a facts-only spec object (as written by tools/import_specs.py)."""
+        """Validate a spec object (as written by tools/import_specs.py)."""
         if not isinstance(obj, dict):
             raise SpecError(where, "a spec must be a JSON object")
-        unknown = set(obj) - _MESSAGE_KEYS - {"about"}
+        unknown = set(obj) - _MESSAGE_KEYS
         if unknown:
             raise SpecError(where, f"unknown message keys {sorted(unknown)}")
         name = obj.get("name")
@@ -87,8 +87,9 @@ class MessageSpec:
             cs_where = f"{where}: commonStructs.{cs['name']}"
             cs_fields = tuple(FieldSpec.from_json(f, cs_where) for f in cs.get("fields", []))
             cs_versions = Versions.parse(cs["versions"]) if "versions" in cs else Versions.ALL
-            registry.add(StructSpec(cs["name"], cs_fields, cs_versions), cs_where, common=True)
-        root = StructSpec(name, fields, valid)
+            cs_struct = StructSpec(cs["name"], cs_fields, cs_versions, about_text(cs, cs_where))
+            registry.add(cs_struct, cs_where, common=True)
+        root = StructSpec(name, fields, valid, about_text(obj, where))
         msg = MessageSpec(
             name=name, kind=kind, api_key=api_key, valid_versions=valid, deprecated_versions=deprecated,
             flexible_versions=flexible, listeners=tuple(listeners),
@@ -134,6 +135,11 @@ class MessageSpec:
     def removed(self) -> bool:
         """A release that removed the message keeps its spec with ``validVersions`` ``none``."""
         return self.valid_versions.empty
+
+    @property
+    def about(self) -> str | None:
+        """The spec's description of the message (Kafka's specs have none at this level today)."""
+        return self.root.about
 
     def is_flexible(self, version: int) -> bool:
         return version in self.flexible_versions

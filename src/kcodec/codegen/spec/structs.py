@@ -13,11 +13,13 @@ from kcodec.codegen.spec.versions import Versions
 
 @dataclass(frozen=True, slots=True)
 class StructSpec:
-    """A named list of fields. ``versions`` is where the struct can appear at all."""
+    """A named list of fields. ``versions`` is where the struct can appear at all; ``about`` is the
+    spec's own description of a common struct or a message (None for inline structs, whose field has it)."""
 
     name: str
     fields: tuple[FieldSpec, ...]
     versions: Versions
+    about: str | None = None
 
     def check(self, where: str, flexible: Versions) -> None:
         """Kafka's per-struct rules: unique names and tags, tags only in flexible versions."""
