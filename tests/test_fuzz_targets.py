@@ -7,6 +7,7 @@ that cannot start here is skipped."""
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -91,6 +92,15 @@ def test_a_mutating_session(which: str, request: pytest.FixtureRequest, tmp_path
 
 
 CRASHES = sorted((CORPUS / "findings").glob("*.json"))
+#: Fresh brokers a crash finding is replayed against at most. A broker may fail nondeterministically:
+#: tansu, sent the CreateTopics of 2147483647 partitions then the Metadata request of this finding,
+#: usually dies of the allocation the Metadata response needs, but now and then (1 of 8 replays on a
+#: busy machine) hangs instead, answering nothing, as its CreateTopics loops over the partitions. The
+#: replay judges both "gone"; a broker still alive after it is stopped and the replay tried on a fresh one.
+_ATTEMPTS = 4
+#: A safety bound on the wait for the recorded death of a broker the replay judged gone (the abort is
+#: immediate: no core file is written).
+_DEATH_SECONDS = 20
 
 
 @pytest.mark.parametrize("path", CRASHES, ids=[p.stem for p in CRASHES])
@@ -99,14 +109,20 @@ def test_crash_findings_replay_against_a_fresh_broker(path: Path) -> None:
     file replays (kcodec fuzz replay's code path) and the process dies the way it was recorded."""
     finding = load_finding(path)
     start = rdkafka_mock_process if path.name.startswith("librdkafka-mock") else tansu_process
-    for target in _target(start):
-        result = replay(finding, target.host, target.port, timeout=1.0)
-        assert result.reproduced and not result.alive
-        # the replay saw the broker gone; its process is reaped when the abort completes (no core
-        # file is written). The wait is only a safety net against a hang, far above what it takes
-        target.proc.wait(120)
-        assert target.exit_status() == finding.target_status
-        assert finding.target_log in target.log_tail()
+    outcomes = []
+    for _attempt in range(_ATTEMPTS):
+        for target in _target(start):
+            result = replay(finding, target.host, target.port, timeout=1.0)
+            assert result.reproduced and not result.alive
+            try:
+                target.proc.wait(_DEATH_SECONDS)
+            except subprocess.TimeoutExpired:
+                outcomes.append(f"alive after the replay: {result.text()}")
+                continue
+            assert target.exit_status() == finding.target_status
+            assert finding.target_log in target.log_tail()
+            return
+    pytest.fail(f"no fresh broker of {_ATTEMPTS} died as recorded: {outcomes}")
 
 
 def test_kcodec_broker_survives_a_session(kcodec_broker: Target, tmp_path: Path) -> None:
