@@ -39,8 +39,15 @@ class Target:
     helpers: bool = False
     #: one decoder and encoder per struct that branch on the version (``kcodec.codegen.vmerge``) instead
     #: of a copy per layout, and no skip functions (lazy decoding skips structs by the runtime's skipper
-    #: built from ``INFO``): the pure build's messages outside the hot and client group sets
+    #: built from ``INFO``): the pure build's messages (``kcodec.codegen.planner.versioned_module``)
     versioned: bool = False
+
+    @property
+    def whole_loops(self) -> bool:
+        """Versioned modules printing every value inline (the hot messages): array elements read and
+        written in place, each loop whole per element layout (no version test per element), and each
+        run of statements the versions do not share one ``if``/``elif`` chain (``vmerge.merge_module``)."""
+        return self.versioned and not self.helpers
 
     @property
     def offset_type(self) -> str:

@@ -74,7 +74,8 @@ def render_module(env: jinja2.Environment, module: ModulePlan) -> str:
         return source
     if module.target.versioned:
         served = {fn.id: fn.served for fn in module.functions}
-        source = merge_module(source, served, module.roots, {fn.id: fn.flexible for fn in module.functions})
+        flexible = {fn.id: fn.flexible for fn in module.functions}
+        source = merge_module(source, served, module.roots, flexible, whole=module.target.whole_loops)
     return tidy(drop_unused(source))
 
 
