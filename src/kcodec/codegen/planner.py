@@ -51,15 +51,16 @@ def versioned_module(compiled: bool) -> bool:
     """Whether a message's codecs are one decoder and encoder per struct branching on the version
     (``kcodec.codegen.vmerge``) rather than a copy per struct layout: where the copies do not pay.
 
-    The rule: a copy per layout pays only where a version test would run per array element or where
-    Python runs a whole function per call for nothing (the compiled build: mypyc compiles each copy
-    to straight native code, and its version tests are not free there either). In the pure build no
-    version test runs per element in any message: the hot messages (``HOT_MESSAGES``, whose elements
-    are read and written in place) keep each loop whole per element layout, and every run of
-    statements the versions do not share becomes one ``if``/``elif`` chain, so a version tests itself
-    a few times per struct, not per statement (``Target.whole_loops``); the other messages call the
-    element's function per element. So every pure-build message is versioned, the compiled build
-    none."""
+    The rule: a copy per layout pays where a version test would otherwise run per array element, or
+    where the code is compiled (mypyc turns each copy into straight native code). In the pure build no
+    version test runs per element in a versioned module either: the frequent messages (the hot and
+    client group ones, ``Target.switches``) keep each loop whole per element layout and print each run
+    of statements the layouts do not share as one ``if``/``elif`` chain, newest versions first, so a
+    version is tested a few times per struct, not per statement; the hot ones read and write array
+    elements in place as their copies did; the others call the element's function per element. What
+    remains is those few tests per struct and message (a few hundred machine instructions on a small
+    body), against some 19,000 fewer generated lines: every message of the pure build is versioned,
+    none of the compiled build."""
     return not compiled
 
 
@@ -103,8 +104,8 @@ def plan_package(
     for merged in messages:
         files = {s.source: f"{source_dirs[s.source]}/{merged.name}.json" for s in merged.specs}
         modules.append(plan_module(merged, files, merged.name in compiled))
-        if merged.name in compiled:
-            stubs.append(plan_module(merged, files))
+        if merged.name in compiled:  # (its type stub: the interpreted module with the same functions)
+            stubs.append(plan_module(merged, files, layouts_only=True))
     index = index_plan(messages, sorted(source_dirs.values()), sets)
     index["compiled"] = [m.name for m in modules if m.target.compiled]
     return PackagePlan(tuple(modules), index, tuple(stubs))
@@ -130,9 +131,10 @@ def plan_module(
     hot = merged.name in HOT_MESSAGES
     helpers = not (compiled or hot)
     versioned = versioned_module(compiled) and not layouts_only
-    converters = hot or merged.name in CLIENT_GROUP_MESSAGES  # JSON converters, facts extractors
+    frequent = hot or merged.name in CLIENT_GROUP_MESSAGES  # the messages every client sends
     target = Target(
-        compiled=compiled, bytes_buffer=compiled and not records, helpers=helpers, versioned=versioned
+        compiled=compiled, bytes_buffer=compiled and not records, helpers=helpers, versioned=versioned,
+        switches=versioned and frequent,
     )
     pool = ConstantPool()
     functions = tuple(
@@ -173,8 +175,8 @@ def plan_module(
         bound_encoders_chunked=any(writes_blobs(root) for root in roots),
         # (the other messages' converters and extractors are built at run time from their INFO, by the
         # same rules: kcodec.protocol.json_build, kcodec.protocol.facts_build)
-        json=plan_json(merged, fields_by_set, sources, module_name(merged.name)) if converters else None,
-        facts=plan_facts(merged, fields_by_set, sources, module_name(merged.name)) if converters else None,
+        json=plan_json(merged, fields_by_set, sources, module_name(merged.name)) if frequent else None,
+        facts=plan_facts(merged, fields_by_set, sources, module_name(merged.name)) if frequent else None,
     )
 
 
@@ -183,7 +185,7 @@ def _strategy_note(sp: StructPlan, is_root: bool, target: Target) -> str:
         return "message body"
     read = "call" if target.helpers else read_strategy(sp, target.builds_from_locals and target.bytes_buffer)
     written = write_strategy(sp)
-    if target.versioned and not target.whole_loops and written == "inline":
+    if target.versioned and target.helpers and written == "inline":
         written = "call"
     return f"in arrays: read {read}, written {written}"
 
@@ -219,8 +221,8 @@ def _plan_function(
     ).skip_steps(sp)
     # (encoders keep their strategies: an element written in place names a field at fault as today)
     # (versioned modules outside the hot set call the element's encoder where they would write it
-    # inline: the hot ones write it in place, each loop whole, Target.whole_loops)
-    element_calls = target.versioned and not target.whole_loops
+    # inline: the hot ones write it in place, each loop whole, Target.switches)
+    element_calls = target.versioned and target.helpers
     encode = OpBuilder(
         pool, ids, message, native_elements=target.compiled, calls_only=element_calls, target=target
     )

@@ -41,13 +41,11 @@ class Target:
     #: of a copy per layout, and no skip functions (lazy decoding skips structs by the runtime's skipper
     #: built from ``INFO``): the pure build's messages (``kcodec.codegen.planner.versioned_module``)
     versioned: bool = False
-
-    @property
-    def whole_loops(self) -> bool:
-        """Versioned modules printing every value inline (the hot messages): array elements read and
-        written in place, each loop whole per element layout (no version test per element), and each
-        run of statements the versions do not share one ``if``/``elif`` chain (``vmerge.merge_module``)."""
-        return self.versioned and not self.helpers
+    #: versioned modules of the frequent messages (the hot and client group ones): each loop kept whole
+    #: per element layout (no version test per element) and each run of statements the layouts do not
+    #: share one ``if``/``elif`` chain, so a version is tested a few times per struct, not once per
+    #: statement (``kcodec.codegen.vmerge.merge_module``'s ``whole``)
+    switches: bool = False
 
     @property
     def offset_type(self) -> str:
