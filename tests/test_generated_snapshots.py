@@ -26,8 +26,9 @@ SNAPSHOTS = ROOT / "tests" / "generated_snapshots"
 
 #: (message, compiled): messages outside the hot set (one function per struct branching on the version,
 #: runtime helpers for strings and bytes; the second with nested arrays of structs), a client group
-#: message (a function per layout, runtime helpers), a hot one (everything inline), a header, and the
-#: first again as the compiled build prints it
+#: message (runtime helpers, each run of unshared statements one if/elif chain), a hot one (everything
+#: inline, each loop whole per element layout), a header, and the first again as the compiled build
+#: prints it (a function per layout)
 CODECS = (
     ("AddOffsetsToTxnRequest", False),
     ("DescribeConfigsResponse", False),

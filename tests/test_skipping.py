@@ -1,7 +1,8 @@
 """The runtime's struct skipper (``kcodec.protocol.skipping``), which ``decode(..., lazy=True)`` uses for
-the messages whose generated modules print no skip functions, against the generated skip functions
-the hot and client group messages keep: on random valid bodies and on their truncations and damaged
-copies, from every struct's first byte, both end at the same position or fail with the same error."""
+the messages whose generated modules print no skip functions (every message of the pure build),
+against the skip functions the generator prints per layout (the compiled build's), for the hot and
+client group messages: on random valid bodies and on their truncations and damaged copies, from every
+struct's first byte, both end at the same position or fail with the same error."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import kcodec
 from kcodec._generated import COMPILED
 from kcodec.codegen.generate import merged_messages
 from kcodec.codegen.planner import CLIENT_GROUP_MESSAGES, HOT_MESSAGES, plan_module
+from kcodec.codegen.render import environment, render_module
 from kcodec.protocol import strategies
 from kcodec.protocol.codec import message_info, message_names, module
 from kcodec.protocol.errors import DecodeError
@@ -33,12 +35,18 @@ SPOTS = 48
 
 @cache
 def generated_skippers(name: str) -> dict[tuple[str, int], Any]:
-    """(struct, version) -> the generated ``s_<Struct>_v<n>`` serving it (from the module's plan)."""
+    """(struct, version) -> the generated ``s_<Struct>_v<n>`` serving it: the module's own (compiled
+    modules keep a function per layout), else the module printed with a function per layout
+    (``plan_module(..., layouts_only=True)``, the pure build's printers) and run here."""
     merged = next(m for m in merged_messages(ROOT / "schemas")[0] if m.name == name)
-    plan = plan_module(merged, {s.source: f"{s.source}/{name}.json" for s in merged.specs})
-    mod = module(name)
+    plan = plan_module(merged, {s.source: f"{s.source}/{name}.json" for s in merged.specs}, layouts_only=True)
+    if name in COMPILED:
+        functions = vars(module(name))
+    else:
+        functions = {"__name__": f"per_layout_{plan.module}"}
+        exec(compile(render_module(environment(), plan), f"<{plan.module} per layout>", "exec"), functions)
     return {
-        (fn.cls, v): getattr(mod, f"s_{fn.id}") for fn in plan.functions if not fn.is_root for v in fn.served
+        (fn.cls, v): functions[f"s_{fn.id}"] for fn in plan.functions if not fn.is_root for v in fn.served
     }
 
 
@@ -200,12 +208,12 @@ def test_lazy_decoding_of_a_versioned_message_fails_where_the_lazy_walk_does(nam
     check()
 
 
-def test_messages_outside_the_kept_sets_print_no_skip_functions() -> None:
-    """(Compiled modules keep theirs: every message is compiled with KCODEC_COMPILE=all.)"""
-    for name in message_names():
-        if name not in KEEP and name not in COMPILED:
-            assert not [attr for attr in vars(module(name)) if attr.startswith("s_")], name
-    assert hasattr(module("MetadataResponse"), "s_MetadataResponseTopic_v0")
+def test_pure_modules_print_no_skip_functions() -> None:
+    """Every message of the pure build is versioned (``planner.versioned_module``); compiled modules
+    keep their skip functions (every message is compiled with KCODEC_COMPILE=all)."""
+    pure = [name for name in message_names() if name not in COMPILED]
+    for name in pure:
+        assert not [attr for attr in vars(module(name)) if attr.startswith("s_")], name
 
 
 def test_a_lazy_array_of_a_versioned_message_is_skipped_by_the_runtime() -> None:

@@ -3,6 +3,7 @@ merged function runs exactly the statements of its own layout, in order."""
 
 from __future__ import annotations
 
+import ast
 import random
 from typing import Any
 
@@ -111,13 +112,36 @@ def _first(namespace: dict[str, Any], prefix: str, v: int) -> int:
                and int(k.rsplit("_v", 1)[1]) <= v)
 
 
+def _tests_in_loops(source: str) -> int:
+    """How many tests of the version ``v`` sit inside a loop."""
+    found = 0
+    for loop in ast.walk(ast.parse(source)):
+        if isinstance(loop, ast.For | ast.While):
+            tests = [node for stmt in loop.body for node in ast.walk(stmt) if isinstance(node, ast.Compare)]
+            found += sum(any(isinstance(n, ast.Name) and n.id == "v" for n in ast.walk(t)) for t in tests)
+    return found
+
+
+@pytest.mark.parametrize("whole", [False, True])
 @pytest.mark.parametrize("seed", range(150))
-def test_each_version_runs_its_own_layout(seed: int) -> None:
+def test_each_version_runs_its_own_layout(seed: int, whole: bool) -> None:
     rng = random.Random(seed)
     source, plain, served, roots, flexible = _module(rng)
-    merged = merge_module(source, served, roots, flexible)
+    merged = merge_module(source, served, roots, flexible, whole=whole)
     assert _traces(merged, merged=True) == _traces(plain, merged=False)
     assert merged.count("def d_Root(") == 1 and "def d_Root_v" not in merged and "def dl_" not in merged
+    if whole:  # loops whole per layout: no version test inside one
+        assert _tests_in_loops(merged) == 0, merged
+
+
+def test_whole_merges_test_no_version_inside_a_loop() -> None:
+    """Over the random modules, the plain merge tests the version inside loops, the ``whole`` one never."""
+    plain_loops = whole_loops = 0
+    for seed in range(150):
+        source, _, served, roots, flexible = _module(random.Random(seed))
+        plain_loops += _tests_in_loops(merge_module(source, served, roots, flexible))
+        whole_loops += _tests_in_loops(merge_module(source, served, roots, flexible, whole=True))
+    assert whole_loops == 0 < plain_loops
 
 
 def test_unused_imports_and_constants_go_with_their_comment() -> None:

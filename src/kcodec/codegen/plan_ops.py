@@ -61,8 +61,12 @@ class Locals:
 
     def __init__(self) -> None:
         self.used: set[str] = set()
+        #: put before every name: in versioned encoders, the array whose elements are written in place
+        #: (the layouts of one merged function name a local alike only if it holds the same kind of value)
+        self.scope = ""
 
     def new(self, base: str) -> str:
+        base = self.scope + base
         name, n = base, 2
         while name in self.used or name in RESERVED:
             name = f"{base}_{n}"
@@ -464,7 +468,11 @@ class OpBuilder:
         absent = self.absent_checks(sp, item, track=False)
         if strategy == "shaped":
             return replace(base, index=index, absent=absent, shape=self._shape_write(sp, item))
+        scope = self.names.scope
+        if self.target.versioned:  # the element's locals named after its array
+            self.names.scope = f"{scope}{seg}_"
         body = self.write_steps(sp, item, out, track=False)
+        self.names.scope = scope
         return replace(base, index=index, absent=absent, body=body, flexible=sp.flexible)
 
     def _shape_write(self, sp: StructPlan, item: str) -> ShapeWrite:

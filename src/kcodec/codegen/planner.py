@@ -34,8 +34,9 @@ HOT_MESSAGES = frozenset(
     {*HEADERS, *(f"{api}{kind}" for api in HOT_APIS for kind in ("Request", "Response"))}
 )
 
-#: the consumer group APIs every client runs (the client's small, frequent messages): their pure-build
-#: codecs keep a function per layout, without version conditionals
+#: the consumer group APIs every client runs (the client's small, frequent messages): like the hot
+#: messages, they keep generated JSON converters and facts extractors (a function per layout), which
+#: the others build at run time
 CLIENT_GROUP_MESSAGES = frozenset(
     f"{api}{kind}"
     for api in (
@@ -44,6 +45,23 @@ CLIENT_GROUP_MESSAGES = frozenset(
     )
     for kind in ("Request", "Response")
 )
+
+
+def versioned_module(compiled: bool) -> bool:
+    """Whether a message's codecs are one decoder and encoder per struct branching on the version
+    (``kcodec.codegen.vmerge``) rather than a copy per struct layout: where the copies do not pay.
+
+    The rule: a copy per layout pays where a version test would otherwise run per array element, or
+    where the code is compiled (mypyc turns each copy into straight native code). In the pure build no
+    version test runs per element in a versioned module either: the frequent messages (the hot and
+    client group ones, ``Target.switches``) keep each loop whole per element layout and print each run
+    of statements the layouts do not share as one ``if``/``elif`` chain, newest versions first, so a
+    version is tested a few times per struct, not per statement; the hot ones read and write array
+    elements in place as their copies did; the others call the element's function per element. What
+    remains is those few tests per struct and message (a few hundred machine instructions on a small
+    body), against some 19,000 fewer generated lines: every message of the pure build is versioned,
+    none of the compiled build."""
+    return not compiled
 
 
 def module_name(message: str) -> str:
@@ -86,14 +104,18 @@ def plan_package(
     for merged in messages:
         files = {s.source: f"{source_dirs[s.source]}/{merged.name}.json" for s in merged.specs}
         modules.append(plan_module(merged, files, merged.name in compiled))
-        if merged.name in compiled:
-            stubs.append(plan_module(merged, files))
+        if merged.name in compiled:  # (its type stub: the interpreted module with the same functions)
+            stubs.append(plan_module(merged, files, layouts_only=True))
     index = index_plan(messages, sorted(source_dirs.values()), sets)
     index["compiled"] = [m.name for m in modules if m.target.compiled]
     return PackagePlan(tuple(modules), index, tuple(stubs))
 
 
-def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: bool = False) -> ModulePlan:
+def plan_module(
+    merged: MergedMessage, source_files: dict[str, str], compiled: bool = False, layouts_only: bool = False
+) -> ModulePlan:
+    """The plan of one message's modules (``compiled``: for mypyc; ``layouts_only``: a function per
+    layout whatever ``versioned_module`` says, as the compiled build prints them, for comparisons)."""
     layouts = {v: layout_message(merged, v).root for v in merged.versions}
     ids: dict[StructPlan, str] = {}
     served: dict[StructPlan, list[int]] = {}
@@ -108,9 +130,11 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
     records = any(has_records(root) for root in roots)
     hot = merged.name in HOT_MESSAGES
     helpers = not (compiled or hot)
-    versioned = helpers and merged.name not in CLIENT_GROUP_MESSAGES
+    versioned = versioned_module(compiled) and not layouts_only
+    frequent = hot or merged.name in CLIENT_GROUP_MESSAGES  # the messages every client sends
     target = Target(
-        compiled=compiled, bytes_buffer=compiled and not records, helpers=helpers, versioned=versioned
+        compiled=compiled, bytes_buffer=compiled and not records, helpers=helpers, versioned=versioned,
+        switches=versioned and frequent,
     )
     pool = ConstantPool()
     functions = tuple(
@@ -151,8 +175,8 @@ def plan_module(merged: MergedMessage, source_files: dict[str, str], compiled: b
         bound_encoders_chunked=any(writes_blobs(root) for root in roots),
         # (the other messages' converters and extractors are built at run time from their INFO, by the
         # same rules: kcodec.protocol.json_build, kcodec.protocol.facts_build)
-        json=None if versioned else plan_json(merged, fields_by_set, sources, module_name(merged.name)),
-        facts=None if versioned else plan_facts(merged, fields_by_set, sources, module_name(merged.name)),
+        json=plan_json(merged, fields_by_set, sources, module_name(merged.name)) if frequent else None,
+        facts=plan_facts(merged, fields_by_set, sources, module_name(merged.name)) if frequent else None,
     )
 
 
@@ -161,7 +185,7 @@ def _strategy_note(sp: StructPlan, is_root: bool, target: Target) -> str:
         return "message body"
     read = "call" if target.helpers else read_strategy(sp, target.builds_from_locals and target.bytes_buffer)
     written = write_strategy(sp)
-    if target.versioned and written == "inline":
+    if target.versioned and target.helpers and written == "inline":
         written = "call"
     return f"in arrays: read {read}, written {written}"
 
@@ -196,9 +220,11 @@ def _plan_function(
         pool, ids, message, target.bytes_buffer, target=target
     ).skip_steps(sp)
     # (encoders keep their strategies: an element written in place names a field at fault as today)
-    # (versioned modules call the element's encoder where they would write it inline)
+    # (versioned modules outside the hot set call the element's encoder where they would write it
+    # inline: the hot ones write it in place, each loop whole, Target.switches)
+    element_calls = target.versioned and target.helpers
     encode = OpBuilder(
-        pool, ids, message, native_elements=target.compiled, calls_only=target.versioned, target=target
+        pool, ids, message, native_elements=target.compiled, calls_only=element_calls, target=target
     )
     return FunctionPlan(
         id=ids[sp],
@@ -378,5 +404,5 @@ def _plan_classes(
 
 __all__ = [
     "CLIENT_GROUP_MESSAGES", "HOT_MESSAGES", "module_name", "plan_module", "plan_package", "struct_layouts",
-    "version_ranges", "vrange",
+    "version_ranges", "versioned_module", "vrange",
 ]

@@ -39,8 +39,13 @@ class Target:
     helpers: bool = False
     #: one decoder and encoder per struct that branch on the version (``kcodec.codegen.vmerge``) instead
     #: of a copy per layout, and no skip functions (lazy decoding skips structs by the runtime's skipper
-    #: built from ``INFO``): the pure build's messages outside the hot and client group sets
+    #: built from ``INFO``): the pure build's messages (``kcodec.codegen.planner.versioned_module``)
     versioned: bool = False
+    #: versioned modules of the frequent messages (the hot and client group ones): each loop kept whole
+    #: per element layout (no version test per element) and each run of statements the layouts do not
+    #: share one ``if``/``elif`` chain, so a version is tested a few times per struct, not once per
+    #: statement (``kcodec.codegen.vmerge.merge_module``'s ``whole``)
+    switches: bool = False
 
     @property
     def offset_type(self) -> str:

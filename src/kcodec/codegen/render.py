@@ -38,9 +38,21 @@ def environment() -> jinja2.Environment:
         autoescape=False,
     )
     env.filters["py"] = repr
+    env.filters["wrapped_items"] = wrapped_items
     env.globals["zip"] = zip
     env.globals["values_table_size"] = VALUES_TABLE_SIZE
     return env
+
+
+def wrapped_items(values: list[str], width: int = 110, indent: int = 4) -> list[str]:
+    """The lines of a list display's items (each ``repr(value),``), as many to a line as ``width`` holds."""
+    lines: list[str] = []
+    for item in (f"{value!r}," for value in values):
+        if lines and indent + len(lines[-1]) + 1 + len(item) <= width:
+            lines[-1] += f" {item}"
+        else:
+            lines.append(item)
+    return lines
 
 
 def tidy(source: str) -> str:
@@ -74,7 +86,8 @@ def render_module(env: jinja2.Environment, module: ModulePlan) -> str:
         return source
     if module.target.versioned:
         served = {fn.id: fn.served for fn in module.functions}
-        source = merge_module(source, served, module.roots, {fn.id: fn.flexible for fn in module.functions})
+        flexible = {fn.id: fn.flexible for fn in module.functions}
+        source = merge_module(source, served, module.roots, flexible, whole=module.target.switches)
     return tidy(drop_unused(source))
 
 

@@ -7,9 +7,10 @@ each struct are merged into one (``d_<Struct>``, ...) taking the version as its 
 statements the layouts share are printed once, the others under a version conditional
 (``if v >= 3:``), in an order that keeps every layout's own statements in its order. Each version so
 runs exactly the statements of its layout, the same values, checks and errors. Calls of a struct's
-function pass the version on; the tables (``DECODERS``, ``DECODERS_LAZY``, ``ENCODERS``) hold the root
-functions with their version bound (``functools.partial``), as lazy arrays do for their element
-decoder.
+function pass the version on; the tables (``DECODERS``, ``DECODERS_LAZY``, ``ENCODERS``) hold copies of
+the root functions whose last parameters, the version and the lazy flag, default to the table's
+(``kcodec.protocol._gen_runtime.at_version``); lazy arrays bind their element decoder's version with
+``functools.partial``.
 
 Statements are compared as printed text; compound statements with the same clause headers (an ``if``,
 a ``for``, the ``try`` around a body) have their bodies merged the same way.
@@ -28,6 +29,9 @@ from dataclasses import dataclass
 _NAME = re.compile(r"^(d|dl|s|e|j|f|c)_(\w+)_v(\d+)$")
 _TABLES = ("DECODERS", "DECODERS_LAZY", "ENCODERS", "TO_JSON", "FACTS", "CODES")
 _PARTIAL_IMPORT = "from functools import partial as _partial"
+_AT_VERSION_IMPORT = "from kcodec.protocol._gen_runtime import at_version as _at_version"
+#: a merged root's signature: the version (and the lazy flag) first, then the parameters of a layout's
+_ROOT_SIGNATURE = re.compile(r"^def (\w+)\((v: int, (?:lazy: bool, )?)(.*)\)( -> .*:)$")
 #: a function's header comment: what, the versions it serves, the rest
 _COMMENT = re.compile(r"^(\s*# .*? at versions )(\d[\d-]*(?:, \d[\d-]*)*)(.*)$")
 #: a module-level import, and a module-level constant of one line
@@ -59,8 +63,20 @@ class _Item:
     text: str | None
     clauses: list[tuple[str, list[_Item]]] | None = None
 
-    def key(self) -> object:
-        return self.text if self.clauses is None else tuple(h for h, _ in self.clauses)
+    def key(self, loops: bool = False) -> object:
+        """What two statements share to be merged: the text, or a compound's clause headers (with
+        ``loops``, a loop's whole text: loops with different bodies stay apart)."""
+        if self.clauses is None:
+            return self.text
+        if loops and _loop(self.clauses[0][0]):
+            return self.whole()
+        return tuple(h for h, _ in self.clauses)
+
+    def whole(self) -> object:
+        """The whole statement: its text, or a compound's clauses with their bodies."""
+        if self.clauses is None:
+            return self.text
+        return tuple((h, tuple(i.whole() for i in body)) for h, body in self.clauses)
 
 
 @dataclass
@@ -174,15 +190,34 @@ def _item(versions: frozenset[int], unit: Unit) -> _Item:
     return _Item(versions, None, [(h, [_item(versions, u) for u in body]) for h, body in unit.clauses])
 
 
-def _key(unit: Unit) -> object:
-    return unit if isinstance(unit, str) else tuple(h for h, _ in unit.clauses)
+def _loop(header: str) -> bool:
+    """A ``for`` or ``while`` clause header (after the comment lines before it)."""
+    return header.rsplit("\n", 1)[-1].startswith(("for ", "while "))
 
 
-def _merge_into(merged: list[_Item], seq: Sequence[Unit], versions: frozenset[int]) -> list[_Item]:
+def _key(unit: Unit, loops: bool = False) -> object:
+    if isinstance(unit, str):
+        return unit
+    if loops and _loop(unit.clauses[0][0]):
+        return _whole(unit)
+    return tuple(h for h, _ in unit.clauses)
+
+
+def _whole(unit: Unit) -> object:
+    if isinstance(unit, str):
+        return unit
+    return tuple((h, tuple(_whole(u) for u in body)) for h, body in unit.clauses)
+
+
+def _merge_into(
+    merged: list[_Item], seq: Sequence[Unit], versions: frozenset[int], loops: bool = False
+) -> list[_Item]:
     """``merged`` with the statements of ``seq`` (run by ``versions``) added: the same statement once
-    (compound statements with the same clause headers: their bodies merged), every sequence's
-    statements in its order."""
-    matcher = difflib.SequenceMatcher(None, [m.key() for m in merged], [_key(u) for u in seq], autojunk=False)
+    (compound statements with the same clause headers: their bodies merged; with ``loops``, loops only
+    if they are the same whole), every sequence's statements in its order."""
+    matcher = difflib.SequenceMatcher(
+        None, [m.key(loops) for m in merged], [_key(u, loops) for u in seq], autojunk=False
+    )
     out: list[_Item] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "equal":
@@ -193,17 +228,18 @@ def _merge_into(merged: list[_Item], seq: Sequence[Unit], versions: frozenset[in
             if isinstance(unit, str) or item.clauses is None:
                 out.append(_Item(item.versions | versions, item.text))
             else:
-                clauses = [(h, _merge_into(body, ubody, versions))
+                clauses = [(h, _merge_into(body, ubody, versions, loops))
                            for (h, body), (_, ubody) in zip(item.clauses, unit.clauses, strict=True)]
                 out.append(_Item(item.versions | versions, None, clauses))
     return out
 
 
-def _merge(seqs: Sequence[tuple[frozenset[int], Sequence[Unit]]]) -> list[_Item]:
-    """One sequence holding every input's statements in its order, each with the versions running it."""
+def _merge(seqs: Sequence[tuple[frozenset[int], Sequence[Unit]]], loops: bool = False) -> list[_Item]:
+    """One sequence holding every input's statements in its order, each with the versions running it
+    (``loops``: a loop is shared only by the versions running the same whole loop)."""
     merged = [_item(seqs[0][0], u) for u in seqs[0][1]]
     for versions, seq in seqs[1:]:
-        merged = _merge_into(merged, seq, versions)
+        merged = _merge_into(merged, seq, versions, loops)
     return merged
 
 
@@ -233,7 +269,7 @@ def _indent(text: str, n: int) -> list[str]:
 Test = Callable[[frozenset[int], Sequence[int]], str]
 
 
-def _print_item(item: _Item, indent: int, test: Test) -> list[str]:
+def _print_item(item: _Item, indent: int, test: Test, whole: bool = False) -> list[str]:
     if item.clauses is None:
         assert item.text is not None
         return _indent(item.text, indent)
@@ -241,13 +277,75 @@ def _print_item(item: _Item, indent: int, test: Test) -> list[str]:
     every = sorted(item.versions)  # the versions that reach its clauses
     for header, body in item.clauses:
         out += _indent(header, indent)
-        out += _print(body, every, indent + 4, test)
+        out += _print(body, every, indent + 4, test, whole)
     return out
 
 
-def _print(items: list[_Item], every: Sequence[int], indent: int, test: Test) -> list[str]:
+def _restricted(item: _Item, versions: frozenset[int]) -> _Item:
+    """The statement as the ``versions`` among those running it run it (a clause left with nothing
+    to run: ``pass``)."""
+    inside = item.versions & versions
+    if item.clauses is None:
+        return _Item(inside, item.text)
+    clauses = []
+    for header, body in item.clauses:
+        kept = [_restricted(i, inside) for i in body if i.versions & inside]
+        clauses.append((header, kept or [_Item(inside, "pass")]))
+    return _Item(inside, None, clauses)
+
+
+def _switch(run: list[_Item], every: Sequence[int], indent: int, test: Test) -> list[str]:
+    """Statements not every version runs (``run``) as one ``if``/``elif``/``else`` chain with a
+    branch per sequence of them some versions run, the newest versions' first: each version tests
+    the version once or a few times, not once per statement (its statements may so be printed in
+    several branches)."""
+    branches: dict[tuple[int, ...], list[int]] = {}
+    for v in sorted(every, reverse=True):
+        runs = tuple(k for k, item in enumerate(run) if v in item.versions)
+        if runs:
+            branches.setdefault(runs, []).append(v)
+    left = sorted(every)  # the versions reaching the next test
+    out: list[str] = []
+    for n, (runs, versions) in enumerate(branches.items()):
+        chosen = frozenset(versions)
+        if n == 0:
+            out.append(" " * indent + f"if {test(chosen, left)}:")
+        elif chosen == frozenset(left):
+            out.append(" " * indent + "else:")
+        else:
+            out.append(" " * indent + f"elif {test(chosen, left)}:")
+        for k in runs:
+            out += _print_item(_restricted(run[k], chosen), indent + 4, test, True)
+        left = [v for v in left if v not in chosen]
+    return out
+
+
+def _print_whole(items: list[_Item], every: Sequence[int], indent: int, test: Test) -> list[str]:
+    """The merged statements, each run of statements not every version runs as one ``_switch``."""
+    full = frozenset(every)
+    out: list[str] = []
+    i = 0
+    while i < len(items):
+        if items[i].versions == full:
+            out += _print_item(items[i], indent, test, True)
+            i += 1
+            continue
+        j = i
+        while j < len(items) and items[j].versions != full:
+            j += 1
+        out += _switch(items[i:j], every, indent, test)
+        i = j
+    return out
+
+
+def _print(
+    items: list[_Item], every: Sequence[int], indent: int, test: Test, whole: bool = False
+) -> list[str]:
     """The merged statements (``every``: the versions reaching them): shared ones as they are, the
-    others grouped under version conditionals (disjoint neighbours as one ``if``/``elif``/``else`` chain)."""
+    others grouped under version conditionals (disjoint neighbours as one ``if``/``elif``/``else`` chain;
+    ``whole``: each run of them as one ``_switch``)."""
+    if whole:
+        return _print_whole(items, every, indent, test)
     full = frozenset(every)
     out: list[str] = []
     chain: set[int] = set()  # versions the current if/elif chain covers
@@ -321,7 +419,7 @@ def _comment(group: list[_Layout], every: Sequence[int]) -> str:
 
 
 def _function(
-    group: list[_Layout], names: dict[str, str], rename: Callable[[str], str], var: str
+    group: list[_Layout], names: dict[str, str], rename: Callable[[str], str], var: str, loops: bool = False
 ) -> list[str]:
     """The merged function of one struct's per-layout functions (one prefix)."""
     first = max(group, key=lambda g: ", rec: " in g.signature)  # (JSON: a layout taking ``rec`` if any)
@@ -337,14 +435,15 @@ def _function(
     def test(versions: frozenset[int], every: Sequence[int]) -> str:
         return condition(versions, every, var)
 
-    return _one_annotation([signature, _comment(group, every), *_print(_merge(bodies), every, 4, test)])
+    body = _print(_merge(bodies, loops), every, 4, test, whole=loops)
+    return _one_annotation([signature, _comment(group, every), *body])
 
 
 def _lazy_test(versions: frozenset[int], every: Sequence[int]) -> str:
     return "lazy" if versions == {1} else "not lazy"
 
 
-def _eager_or_lazy(eager: list[str], lazy: list[str], root: str) -> list[str]:
+def _eager_or_lazy(eager: list[str], lazy: list[str], root: str, loops: bool = False) -> list[str]:
     """The root's merged eager and lazy decoders as one, ``lazy`` telling them apart."""
     bodies = []
     for n, text in enumerate((eager, lazy)):
@@ -353,7 +452,7 @@ def _eager_or_lazy(eager: list[str], lazy: list[str], root: str) -> list[str]:
         bodies.append((frozenset({n}), _units(text, fn.body, 3, 4)))
     signature = eager[0].replace("(v: int, ", "(v: int, lazy: bool, ", 1)
     comment = eager[1].replace(" at versions ", " (lazy: its arrays of structs left unbuilt) at versions ", 1)
-    return _one_annotation([signature, comment, *_print(_merge(bodies), [0, 1], 4, _lazy_test)])
+    return _one_annotation([signature, comment, *_print(_merge(bodies, loops), [0, 1], 4, _lazy_test)])
 
 
 def _texts(units: Sequence[Unit]) -> list[str]:
@@ -386,6 +485,15 @@ def _ranges(versions: Sequence[int]) -> str:
         if v is not None:
             start = prev = v
     return ", ".join(parts)
+
+
+def _version_last(signature: str) -> str:
+    """A merged root's signature with the version (and the lazy flag) after the layout's parameters:
+    the tables hold copies of it with those as defaults (``kcodec.protocol._gen_runtime.at_version``),
+    called as a layout's function is."""
+    m = _ROOT_SIGNATURE.match(signature)
+    assert m is not None, signature
+    return f"def {m[1]}({m[3]}, {m[2].rstrip(', ')}){m[4]}"
 
 
 def _tables(versions: Sequence[int], sources: dict[str, str]) -> list[str]:
@@ -467,7 +575,9 @@ class _Merged:
     tail: str
 
 
-def _merged(source: str, served: dict[str, tuple[int, ...]], var: str = "v") -> _Merged:
+def _merged(
+    source: str, served: dict[str, tuple[int, ...]], var: str = "v", loops: bool = False
+) -> _Merged:
     """``served``: the versions of each layout, by its id (``<Struct>_v<n>``) or, where two families
     of functions share ids, by its function's name."""
     lines = source.split("\n")
@@ -486,7 +596,7 @@ def _merged(source: str, served: dict[str, tuple[int, ...]], var: str = "v") -> 
         groups.setdefault((lay.prefix, lay.cls), []).append(lay)
     names = {lay.name: f"{lay.prefix}_{lay.cls}" for lay in layouts}
     rename = renamer(names, var)
-    functions = {key: _function(group, names, rename, var) for key, group in groups.items()}
+    functions = {key: _function(group, names, rename, var, loops) for key, group in groups.items()}
     head = "\n".join(lines[: body[codec[0]].lineno - 1]).rstrip("\n")
     return _Merged(head, functions, "\n".join(lines[end:]))
 
@@ -501,25 +611,32 @@ def _with_partial(head: str, after: str) -> str:
 
 def merge_module(
     source: str, served: dict[str, tuple[int, ...]], roots: Sequence[tuple[int, str]],
-    flexible: dict[str, bool],
+    flexible: dict[str, bool], whole: bool = False,
 ) -> str:
     """``source`` (a module printed with per-layout functions) with one function per struct and prefix.
 
     ``served``: each layout's id (``<Struct>_v<n>``) -> the versions it serves; ``roots``: (version,
     root layout id) of every version of the message; ``flexible``: whether each layout is of flexible
     versions (compact lengths: the widths its text names, ``_W2``/``_W4``/``_M4``, are those of
-    ``_LENGTHS``).
+    ``_LENGTHS``); ``whole`` (modules reading and writing array elements in place): a loop is shared
+    only by the layouts whose whole loop is the same, so that no version is tested per element, and
+    each run of statements the layouts do not share is one ``if``/``elif`` chain with a branch per
+    sequence of them (``_switch``), so that a version is tested a few times per struct, not once per
+    statement.
     """
-    merged = _merged(source, served)
+    merged = _merged(source, served, loops=whole)
     functions = merged.functions
     root = roots[0][1].rsplit("_v", 1)[0]
     eager, lazy = functions[("d", root)], functions.pop(("dl", root))
     if eager[2:] == lazy[2:]:  # no array of structs to leave unbuilt: one decoder
-        tables = {"d": f"_partial(d_{root}, v)", "dl": f"_partial(d_{root}, v)"}
+        tables = {"d": f"_at_version(d_{root}, v)", "dl": f"_at_version(d_{root}, v)"}
     else:
-        functions[("d", root)] = _eager_or_lazy(eager, lazy, root)
-        tables = {"d": f"_partial(d_{root}, v, False)", "dl": f"_partial(d_{root}, v, True)"}
-    tables["e"] = f"_partial(e_{root}, v)"
+        functions[("d", root)] = _eager_or_lazy(eager, lazy, root, whole)
+        tables = {"d": f"_at_version(d_{root}, v, False)", "dl": f"_at_version(d_{root}, v, True)"}
+    tables["e"] = f"_at_version(e_{root}, v)"
+    for prefix in ("d", "e"):  # the tables' copies bind the root's version (and lazy flag) last
+        text = functions[(prefix, root)]
+        text[0] = _version_last(text[0])
     printed: list[str] = []
     if any(_WIDTHS in line for text in functions.values() for line in text):
         by_version = {v: flexible[fid] for fid, vs in served.items() for v in vs}
@@ -528,6 +645,8 @@ def merge_module(
         printed += ["", "", *text]
     printed += ["", "", *_tables([v for v, _ in roots], tables)]
     head = _with_partial(merged.head, "import struct as _struct")
+    if _AT_VERSION_IMPORT not in head:  # (the module template imports it; a module printed otherwise)
+        head = head.replace(_PARTIAL_IMPORT, f"{_PARTIAL_IMPORT}\n{_AT_VERSION_IMPORT}", 1)
     return head + "\n" + "\n".join(printed) + "\n" + merged.tail
 
 

@@ -12,6 +12,9 @@ byte), so those run only for the rarer case.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from types import FunctionType
+from typing import Any
 
 from kcodec.protocol._wire import (
     Buffer,
@@ -29,6 +32,7 @@ from kcodec.protocol.chunked import CHUNK_BYTES, ChunkedOut
 from kcodec.protocol.errors import DecodeError
 
 __all__ = [
+    "at_version",
     "read_blob",
     "read_count",
     "read_nullable_blob",
@@ -45,6 +49,17 @@ __all__ = [
 _LENGTH = {2: struct.Struct(">h"), 4: struct.Struct(">i")}
 _I32 = _LENGTH[4].unpack_from
 _MAX_STRING = 32767  # compact string lengths above it are refused (Kafka's readString)
+
+
+def at_version(fn: Callable[..., Any], *last: object) -> Callable[..., Any]:
+    """A versioned module's root decoder or encoder (``kcodec.codegen.vmerge``) at one version: the same
+    code, its last parameters (the version; decoders: the lazy flag) given by ``last`` as defaults.
+    A call of it is a plain call of a Python function, where ``functools.partial`` would add a layer of
+    C calls to every decoded or encoded body."""
+    bound = FunctionType(fn.__code__, fn.__globals__, fn.__name__, last, fn.__closure__)
+    bound.__qualname__ = fn.__qualname__
+    bound.__doc__ = fn.__doc__
+    return bound
 
 
 def _end_of_buffer(pos: int) -> DecodeError:
