@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from kcodec.codegen.vmerge import condition, drop_unused, merge_module
+from kcodec.codegen.prune import drop_unused
+from kcodec.codegen.vmerge import condition, merge_module
 
 
 def test_condition_names_the_versions_simply() -> None:

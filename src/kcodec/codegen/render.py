@@ -16,7 +16,8 @@ from kcodec.codegen.constants import VALUES_TABLE_SIZE
 from kcodec.codegen.print_read import decoder, skipper
 from kcodec.codegen.print_write import encoder
 from kcodec.codegen.program import FunctionPlan, ModulePlan, PackagePlan, Target
-from kcodec.codegen.vmerge import drop_unused, merge_module
+from kcodec.codegen.prune import drop_unused
+from kcodec.codegen.vmerge import merge_module
 from kcodec.codegen.wire_types import runtime_copy
 
 TEMPLATES = Path(__file__).parent / "templates" / "python"

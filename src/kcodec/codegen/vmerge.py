@@ -21,7 +21,6 @@ from __future__ import annotations
 import ast
 import difflib
 import re
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -34,9 +33,6 @@ _AT_VERSION_IMPORT = "from kcodec.protocol._gen_runtime import at_version as _at
 _ROOT_SIGNATURE = re.compile(r"^def (\w+)\((v: int, (?:lazy: bool, )?)(.*)\)( -> .*:)$")
 #: a function's header comment: what, the versions it serves, the rest
 _COMMENT = re.compile(r"^(\s*# .*? at versions )(\d[\d-]*(?:, \d[\d-]*)*)(.*)$")
-#: a module-level import, and a module-level constant of one line
-_IMPORT = re.compile(r"^from ([\w.]+) import ([\w ,]+)$")
-_CONSTANT = re.compile(r"^(_\w+)(?:: [^=]+)? = ")
 #: a statement giving ``v`` (the version the merged functions take) another value
 _SETS_V = re.compile(r"(?<![\w.])v\b\s*(?::=|=(?!=))|\bfor v\b|\bv\s*,\s*\w+\s*=")
 #: an annotated local at the start of a statement line: ``name: type = value``
@@ -504,55 +500,6 @@ def _tables(versions: Sequence[int], sources: dict[str, str]) -> list[str]:
             for table, prefix in zip(_TABLES[:3], ("d", "dl", "e"), strict=True)]
 
 
-def drop_unused(source: str) -> str:
-    """``source`` without the module-level imports and one-line ``_private`` constants nothing else in
-    it names (the template imports every runtime helper any module may call), and without a comment
-    left heading nothing: a paragraph whose every statement went goes whole."""
-    while True:
-        smaller = _drop_unused_once(source)
-        if smaller == source:
-            return source
-        source = smaller
-
-
-def _drop_unused_once(source: str) -> str:
-    counts = Counter(re.findall(r"\w+", source))
-    out: list[str] = []
-    for paragraph in source.split("\n\n"):
-        kept: list[str] = []
-        dropped = False
-        for line in paragraph.split("\n"):
-            new = _used_only(line, counts)
-            dropped |= new != line
-            if new or new == line:
-                kept.append(new)
-        if dropped and all(line.startswith("#") for line in kept):
-            continue
-        out.append("\n".join(kept))
-    return "\n\n".join(out)
-
-
-def _used_only(line: str, counts: Counter[str]) -> str:
-    """An import line with only the names used elsewhere ("" if none); "" for an unused constant."""
-    m = _IMPORT.match(line)
-    if m:
-        names = [n.strip() for n in m[2].split(",") if n.strip()]
-        used = [n for n in names if counts[n.split(" as ")[-1]] > 1]
-        return f"from {m[1]} import {', '.join(used)}" if used else ""
-    m = _CONSTANT.match(line)
-    if m and counts[m[1]] == 1 and _complete(line):
-        return ""
-    return line
-
-
-def _complete(line: str) -> bool:
-    try:
-        ast.parse(line)
-    except SyntaxError:
-        return False
-    return True
-
-
 def _codec_node(node: ast.stmt) -> bool:
     """A per-layout function or one of the tables of the root functions."""
     if isinstance(node, ast.FunctionDef):
@@ -650,4 +597,4 @@ def merge_module(
     return head + "\n" + "\n".join(printed) + "\n" + merged.tail
 
 
-__all__ = ["condition", "drop_unused", "merge_module", "renamer"]
+__all__ = ["condition", "merge_module", "renamer"]
