@@ -57,10 +57,11 @@ def versioned_module(compiled: bool) -> bool:
     client group ones, ``Target.switches``) keep each loop whole per element layout and print each run
     of statements the layouts do not share as one ``if``/``elif`` chain, newest versions first, so a
     version is tested a few times per struct, not per statement; the hot ones read and write array
-    elements in place as their copies did; the others call the element's function per element. What
-    remains is those few tests per struct and message (a few hundred machine instructions on a small
-    body), against some 19,000 fewer generated lines: every message of the pure build is versioned,
-    none of the compiled build."""
+    elements in place as their copies did; the others call the element's function per element. The
+    frequent messages' modules are marked ``SPECIALIZE``: the runtime makes a copy per version of them
+    at first use, with the version tests decided (``kcodec.protocol.specialize``), so they run as
+    their copies per layout did, without some 19,000 generated lines. Every message of the pure
+    build is versioned, none of the compiled build."""
     return not compiled
 
 

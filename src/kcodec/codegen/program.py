@@ -44,7 +44,9 @@ class Target:
     #: versioned modules of the frequent messages (the hot and client group ones): each loop kept whole
     #: per element layout (no version test per element) and each run of statements the layouts do not
     #: share one ``if``/``elif`` chain, so a version is tested a few times per struct, not once per
-    #: statement (``kcodec.codegen.vmerge.merge_module``'s ``whole``)
+    #: statement (``kcodec.codegen.vmerge.merge_module``'s ``whole``); the module is marked
+    #: ``SPECIALIZE``: copies per version with the tests decided, made at first use
+    #: (``kcodec.protocol.specialize``)
     switches: bool = False
 
     @property

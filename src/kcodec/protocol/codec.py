@@ -23,6 +23,7 @@ from kcodec.protocol.errors import (
 )
 from kcodec.protocol.model import Message
 from kcodec.protocol.schema import MessageInfo
+from kcodec.protocol.specialize import specialized
 
 GENERATED = "kcodec._generated"
 _modules: dict[str, ModuleType] = {}
@@ -95,12 +96,13 @@ def message_class(message_name: str) -> type[Message]:
 
 
 def _function(message_name: str, version: int, table: str) -> Any:
-    fns = getattr(module(message_name), table)
+    mod = module(message_name)
+    fns = getattr(mod, table)
     fn = fns.get(version) if isinstance(version, int) and not isinstance(version, bool) else None
     if fn is None:
         lo, hi = min(fns), max(fns)
         raise UnsupportedVersionError(f"{message_name} has no version {version!r} (kcodec knows {lo}-{hi})")
-    return fn
+    return specialized(mod, fn)
 
 
 # (message name, version) -> generated function: one dict lookup per call once a pair has been used.

@@ -1,0 +1,369 @@
+"""A versioned module's codecs at one version, made when a version is first used.
+
+A versioned module (``kcodec.codegen.vmerge``) holds one decoder and one encoder per struct that branch
+on the version: small generated code, but every call runs a few version tests per struct. For the
+modules the planner marks ``SPECIALIZE`` (the frequent messages: the hot and client group APIs), the
+first use of a version makes a copy of its root function, and of every struct function the root
+reaches, for that version alone: each version test decided and only the branch the version takes kept,
+so the copy runs the straight code of that version's layout. A decoder's ``lazy`` flag, bound with the
+version, is decided the same way.
+
+The copies are made from the module's own source lines, in the form its printer gives them (one test
+per ``if``/``elif`` line, on ``v`` and ``lazy`` only: comparisons with integers, ``in`` a tuple of
+integers, ``not``, ``and``, ``or``); a test on anything else stays a test. The line numbers are kept
+(the branches not taken become blank lines), so tracebacks point at the generated module's lines. The
+copies share the module's globals and call each other; a module whose source is not available (only
+``.pyc`` files installed, say) keeps its versioned functions.
+"""
+
+from __future__ import annotations
+import __future__
+
+import hashlib
+import importlib.util
+import marshal
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import CodeType, FunctionType, ModuleType
+from typing import Any
+
+__all__ = ["copy_name", "specialized"]
+
+#: the parameter that carries the version into every struct function of a versioned module
+VERSION = "v"
+
+_HEADER = re.compile(r"(?P<indent> *)(?P<kw>if|elif) (?P<test>.*?):(?P<rest> *(?:#.*)?)\n?")
+_ELSE = re.compile(r"(?P<indent> *)else:(?P<rest> *(?:#.*)?)\n?")
+#: a test on the bound parameters only: decided when the copy is made
+_DECIDABLE = re.compile(r"(?:\s|\d+|\b(?:v|lazy|not|and|or|in)\b|<=|>=|==|!=|<|>|[(),])+")
+_ANNOTATIONS = __future__.annotations.compiler_flag
+
+
+def copy_name(function: str, version: int) -> str:
+    """The name of ``function``'s copy at ``version``."""
+    return f"{function}__v{version}"
+
+
+@dataclass
+class _Chain:
+    """An ``if``/``elif``/``else`` chain being copied: where it is, and what its current branch does."""
+
+    indent: int
+    #: "inline" (the branch the version takes, in place of the chain), "drop" (a branch not taken),
+    #: "keep" (a branch whose test stays a test)
+    branch: str
+    decided: bool  # a later branch can no longer run
+    kept: bool  # a header of this chain was kept
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+class _Copier:
+    """The lines of one function with its tests on the bound parameters decided."""
+
+    def __init__(self, bound: dict[str, object]) -> None:
+        self.bound = bound
+        self.decisions: dict[str, bool] = {}
+
+    def decide(self, test: str) -> bool | None:
+        """The test's value at the bound parameters; None if it reads anything else."""
+        if test not in self.decisions:
+            names = set(re.findall(r"[A-Za-z_]\w*", test)) - {"not", "and", "or", "in"}
+            if not names or not names <= set(self.bound) or not _DECIDABLE.fullmatch(test):
+                return None
+            self.decisions[test] = bool(eval(test, {"__builtins__": {}}, dict(self.bound)))
+        return self.decisions[test]
+
+    def copy(self, lines: list[str]) -> list[str]:
+        out: list[str] = []
+        chains: list[_Chain] = []
+        for line in lines:
+            if not line.strip():
+                out.append("\n")
+                continue
+            at = _indent(line)
+            header, other = _HEADER.fullmatch(line), _ELSE.fullmatch(line)
+            continues = other is not None or (header is not None and header["kw"] == "elif")
+            while chains and (at < chains[-1].indent or (at == chains[-1].indent and not continues)):
+                chains.pop()
+            if any(c.branch == "drop" and at > c.indent for c in chains):
+                out.append("\n")  # inside a branch not taken
+                continue
+            shift = 4 * sum(c.branch == "inline" and at > c.indent for c in chains)
+            out.append(self._line(line, at, shift, header, other, chains))
+        return out
+
+    def _line(
+        self,
+        line: str,
+        at: int,
+        shift: int,
+        header: re.Match[str] | None,
+        other: re.Match[str] | None,
+        chains: list[_Chain],
+    ) -> str:
+        match = header or other
+        if match is None:
+            return _dedent(line, shift)
+        test = header["test"] if header is not None else None  # None: an ``else``
+        continues = test is None or match["kw"] == "elif"
+        chain = chains[-1] if continues and chains and chains[-1].indent == at else None
+        if chain is None:
+            if test is None:  # the ``else`` of a ``for``, ``while`` or ``try``
+                return _dedent(line, shift)
+            chain = _Chain(at, "keep", decided=False, kept=False)  # an ``if``: a new chain
+            chains.append(chain)
+        elif chain.decided:
+            chain.branch = "drop"
+            return "\n"
+        value = True if test is None else self.decide(test)
+        pad, rest = " " * (at - shift), match["rest"]
+        if value is None:  # a test that stays: the chain's first kept header is its ``if``
+            chain.branch = "keep"
+            keyword = "elif" if chain.kept else "if"
+            chain.kept = True
+            return f"{pad}{keyword} {test}:{rest}\n"
+        if not value:
+            chain.branch = "drop"
+            return "\n"
+        chain.decided = True
+        if chain.kept:  # taken where an earlier test stays a test: its ``else``
+            chain.branch = "keep"
+            return f"{pad}else:{rest}\n"
+        chain.branch = "inline"
+        return "\n"
+
+
+def _dedent(line: str, shift: int) -> str:
+    if line[:shift].strip():
+        raise ValueError(f"cannot move a line {shift} columns left: {line!r}")
+    return line[shift:]
+
+
+_BLOCK = ("if ", "elif ", "else", "for ", "while ", "try", "except", "with ", "finally")
+
+
+def _filled(lines: list[str]) -> list[str]:
+    """A ``pass`` in each block the copy emptied (on one of its blank lines: the numbering stays)."""
+    out = list(lines)
+    for i, line in enumerate(out):
+        code = line.split("#", 1)[0].rstrip()
+        if not code.endswith(":") or not code.lstrip().startswith(_BLOCK):
+            continue
+        j = i + 1
+        while j < len(out) and (not out[j].strip() or out[j].lstrip().startswith("#")):
+            j += 1
+        if j == len(out) or _indent(out[j]) <= _indent(line):
+            blank = next((k for k in range(i + 1, j) if not out[k].strip()), None)
+            if blank is None:
+                raise ValueError(f"no line to put a pass in after {line!r}")
+            out[blank] = " " * (_indent(line) + 4) + "pass\n"
+    return out
+
+
+def _last_line(code: CodeType) -> int:
+    """The last source line of a function's code (its nested code objects' included)."""
+    last = max((end for _, end, _, _ in code.co_positions() if end is not None), default=code.co_firstlineno)
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            last = max(last, _last_line(const))
+    return last
+
+
+#: the copies' format, part of the cache's key: change it when the copies are made differently
+_FORMAT = b"kcodec-copies-1\n"
+
+
+class _Cache:
+    """The copies' code objects on disk beside the module's bytecode (``__pycache__``), keyed by this
+    format, Python's bytecode magic number and the module's source: later processes define the copies
+    without making them again. A folder that cannot be written is no error (as for Python's own
+    bytecode); ``PYTHONDONTWRITEBYTECODE`` writes nothing."""
+
+    def __init__(self, module_file: str | None, source: str) -> None:
+        self.key = _FORMAT + importlib.util.MAGIC_NUMBER + hashlib.sha256(source.encode()).digest()
+        self.path: Path | None = None
+        if module_file and module_file.endswith(".py"):
+            try:
+                self.path = Path(importlib.util.cache_from_source(module_file)).with_suffix(".copies")
+            except NotImplementedError:  # no bytecode cache on this interpreter
+                self.path = None
+        self.codes = self._read()
+
+    def _read(self) -> dict[str, CodeType]:
+        try:
+            data = self.path.read_bytes() if self.path is not None else b""
+        except OSError:
+            return {}
+        if not data.startswith(self.key):
+            return {}
+        try:
+            codes = marshal.loads(data[len(self.key) :])
+        except (EOFError, ValueError, TypeError):
+            return {}
+        if not isinstance(codes, dict) or not all(isinstance(c, CodeType) for c in codes.values()):
+            return {}
+        return codes
+
+    def write(self) -> None:
+        if self.path is None or sys.dont_write_bytecode:
+            return
+        partial = self.path.with_name(f"{self.path.name}.{os.getpid()}")
+        try:
+            self.path.parent.mkdir(exist_ok=True)
+            partial.write_bytes(self.key + marshal.dumps(self.codes))
+            os.replace(partial, self.path)
+        except OSError:
+            partial.unlink(missing_ok=True)
+
+
+def _global_names(code: CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            names |= _global_names(const)
+    return names
+
+
+class _Module:
+    """One versioned module's source lines, its functions, and the copies made so far (in a namespace
+    holding the module's globals and the copies)."""
+
+    def __init__(self, module: ModuleType, source: str) -> None:
+        self.filename = getattr(module, "__file__", None) or module.__name__
+        self.lines = source.splitlines(keepends=True)
+        self.namespace = dict(module.__dict__)
+        self.code = {
+            name: fn.__code__
+            for name, fn in self.namespace.items()
+            if isinstance(fn, FunctionType) and fn.__module__ == module.__name__
+        }
+        #: the struct functions: the version one of their own parameters (not bound as a default)
+        self.versioned = {
+            name for name, code in self.code.items() if code.co_varnames[: code.co_argcount][:1] == (VERSION,)
+        }
+        self.calls = re.compile(
+            r"\b(" + "|".join(sorted(self.versioned, key=len, reverse=True)) + r")\((v\b)"
+        )
+        self.partials = re.compile(
+            r"\b_partial\((" + "|".join(sorted(self.versioned, key=len, reverse=True)) + r"), v\)"
+        )
+        self.cache = _Cache(getattr(module, "__file__", None), source)
+
+    def copy(self, root: str, bound: dict[str, object], version: int, name: str) -> FunctionType:
+        """The copy of ``root`` with the ``bound`` parameters decided, with the copies (at ``version``)
+        of the struct functions it reaches: from the cache, else made (and cached)."""
+        if name not in self.namespace:
+            if name in self.cache.codes:
+                self._define(name)
+            else:
+                self._make(root, bound, version, name)
+                self.cache.write()
+        result: FunctionType = self.namespace[name]
+        return result
+
+    def _make(self, root: str, bound: dict[str, object], version: int, name: str) -> None:
+        pending = [(root, bound, name)]
+        while pending:
+            function, consts, new_name = pending.pop()
+            text, wanted = self._copy_text(function, consts, version, new_name)
+            code = compile(text, self.filename, "exec", flags=_ANNOTATIONS, dont_inherit=True)
+            exec(code, self.namespace)  # the module's own lines, with the version decided
+            self.cache.codes[new_name] = self.namespace[new_name].__code__
+            for callee in sorted(wanted):
+                callee_copy = copy_name(callee, version)
+                if callee_copy in self.namespace or any(p[2] == callee_copy for p in pending):
+                    continue
+                if callee_copy in self.cache.codes:
+                    self._define(callee_copy)
+                else:
+                    pending.append((callee, {VERSION: version}, callee_copy))
+
+    def _define(self, name: str) -> None:
+        """Define a cached copy, and the cached copies it calls."""
+        code = self.cache.codes[name]
+        self.namespace[name] = FunctionType(code, self.namespace, name)
+        for called in _global_names(code):
+            if called in self.cache.codes and called not in self.namespace:
+                self._define(called)
+
+    def _copy_text(
+        self, function: str, bound: dict[str, object], version: int, name: str
+    ) -> tuple[str, set[str]]:
+        code = self.code[function]
+        first, last = code.co_firstlineno, _last_line(code)
+        lines = _filled(_Copier(bound).copy(self.lines[first - 1 : last]))
+        definition = f"def {function}("
+        if not lines[0].startswith(definition):
+            raise ValueError(f"{self.filename}: line {first} does not start function {function}")
+        lines[0] = f"def {name}(" + lines[0][len(definition) :]
+        wanted: set[str] = set()
+
+        def call(m: re.Match[str]) -> str:
+            wanted.add(m[1])
+            return f"{copy_name(m[1], version)}({m[2]}"
+
+        def partial(m: re.Match[str]) -> str:
+            wanted.add(m[1])
+            return f"_partial({copy_name(m[1], version)}, v)"
+
+        body = "".join(lines[1:])
+        if self.versioned:
+            body = self.partials.sub(partial, self.calls.sub(call, body))
+        return "\n" * (first - 1) + lines[0] + body, wanted
+
+
+_modules: dict[str, _Module | None] = {}
+
+
+def _source(module: ModuleType) -> str | None:
+    """The module's source text: from its loader, else its ``.py`` file; None if neither has it."""
+    get_source = getattr(getattr(module, "__loader__", None), "get_source", None)
+    if get_source is not None:
+        try:
+            text = get_source(module.__name__)
+        except (ImportError, OSError):
+            text = None
+        if isinstance(text, str):
+            return text
+    path = getattr(module, "__file__", None)
+    if isinstance(path, str) and path.endswith(".py"):
+        try:
+            return Path(path).read_text(encoding="utf-8")
+        except OSError:
+            return None
+    return None
+
+
+def _parsed(module: ModuleType) -> _Module | None:
+    name = module.__name__
+    if name not in _modules:
+        source = _source(module)
+        _modules[name] = _Module(module, source) if source else None
+    return _modules[name]
+
+
+def specialized(module: ModuleType, fn: Any) -> Any:
+    """``fn`` (a root function of ``module``'s tables, its version and flags bound as defaults by
+    ``at_version``) as a copy with those parameters decided; ``fn`` itself where the module is not
+    marked ``SPECIALIZE`` or its source is not available."""
+    if not getattr(module, "SPECIALIZE", False) or not isinstance(fn, FunctionType) or not fn.__defaults__:
+        return fn
+    parsed = _parsed(module)
+    if parsed is None or fn.__name__ not in parsed.code:
+        return fn
+    code = fn.__code__
+    params = code.co_varnames[: code.co_argcount]
+    bound = dict(zip(params[len(params) - len(fn.__defaults__) :], fn.__defaults__, strict=True))
+    version = bound.get(VERSION)
+    if not isinstance(version, int):
+        return fn
+    flags = "".join(f"_{k}" for k, value in bound.items() if k != VERSION and value)
+    made = parsed.copy(fn.__name__, bound, version, f"{copy_name(fn.__name__, version)}{flags}")
+    made.__defaults__ = fn.__defaults__
+    return made
