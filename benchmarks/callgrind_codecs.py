@@ -1,0 +1,97 @@
+"""Instructions per call of kcodec's bound decoders and encoders on ``benchmarks/workloads.py``,
+counted by callgrind: steady however loaded the machine is (benchmark, not a test; needs valgrind).
+
+    python benchmarks/callgrind_codecs.py [--python PY] [--workloads 0,1,2,3,4] [--calls 200] [--json]
+
+Each workload's body is decoded (or its message encoded) ``N`` times and not at all, each under
+``valgrind --tool=callgrind``, after one warm-up call in both runs; instructions per call are the
+difference over ``N``: what one more call costs, with start-up, imports and a version's first use
+left out. ``--calls`` is ``N`` for the workloads whose body is 4 KiB or more; smaller bodies run 20
+times as many calls (a run's own noise, some 100K instructions, is then a few per call).
+``--python``: the interpreter whose kcodec is counted (another build's venv, say); by default this one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+RUN = """
+import sys
+sys.path.insert(0, {here!r})
+from workloads import WORKLOADS
+import kcodec
+w = WORKLOADS[{index}]
+msg = w.build()
+data = kcodec.encode(msg, w.version)
+if {decode}:
+    fn, arg = kcodec.decoder(w.message, w.version), data
+else:
+    fn, arg = kcodec.encoder(w.message, w.version), msg
+fn(arg)
+for _ in range({calls}):
+    fn(arg)
+"""
+
+
+def instructions(python: str, index: int, decode: bool, calls: int) -> int:
+    """Instructions callgrind counts for one run of ``RUN``."""
+    code = RUN.format(here=str(HERE), index=index, decode=decode, calls=calls)
+    env = {**os.environ, "PYTHONHASHSEED": "1"}
+    out = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", python, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    found = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
+    if out.returncode != 0 or found is None:
+        raise SystemExit(f"callgrind_codecs: the run failed: {out.stderr.strip()[-400:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--python", default=sys.executable, help="the interpreter whose kcodec is counted")
+    parser.add_argument("--workloads", default="0,1,2,3,4", help="indexes into benchmarks/workloads.py")
+    parser.add_argument("--calls", type=int, default=200, help="calls per large workload (small ones: 20x)")
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    args = parser.parse_args()
+    sys.path.insert(0, str(HERE))
+    from workloads import WORKLOADS
+
+    import kcodec
+
+    try:
+        chosen = [int(i) for i in args.workloads.split(",")]
+        names = [WORKLOADS[i].name for i in chosen]
+    except (ValueError, IndexError):
+        raise SystemExit(
+            f"callgrind_codecs: --workloads: indexes 0-{len(WORKLOADS) - 1}, comma-separated"
+        ) from None
+    figures: dict[str, dict[str, int]] = {}
+    for i, name in zip(chosen, names, strict=True):
+        w = WORKLOADS[i]
+        calls = args.calls * (20 if len(kcodec.encode(w.build(), w.version)) < 4096 else 1)
+        figures[name] = {}
+        for op, decode in (("decode", True), ("encode", False)):
+            base = instructions(args.python, i, decode, 0)
+            figures[name][op] = (instructions(args.python, i, decode, calls) - base) // calls
+        if not args.json:
+            print(
+                f"{name}: decode {figures[name]['decode']:,}  encode {figures[name]['encode']:,}", flush=True
+            )
+    if args.json:
+        print(json.dumps(figures, indent=1))
+
+
+if __name__ == "__main__":
+    main()
