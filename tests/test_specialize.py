@@ -180,3 +180,24 @@ def test_a_cache_that_cannot_be_written_or_is_not_wanted_is_no_error(
     cache.codes["f"] = scratch.d_Item.__code__
     cache.write()
     assert not (tmp_path / "__pycache__").exists()
+
+
+def test_a_function_that_assigns_its_version_is_not_copied(tmp_path: Path) -> None:
+    (tmp_path / "kcodec_scratch_assigns.py").write_text(
+        SCRATCH.replace(
+            "    if v >= 3:\n        return (x, 3)", "    if v >= 3:\n        v = 0\n        return (x, v)"
+        )
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        mod = importlib.import_module("kcodec_scratch_assigns")
+        for v in range(4):
+            for _ in range(2):  # nothing of a failed copy is kept: asked again, the same answer
+                fn = mod.TABLE[v]
+                assert specialize.specialized(mod, fn) is fn  # run as it is
+                assert fn([1]) == [(1, 0 if v >= 3 else 1 if v else -1)]
+        assert not any("__v" in n for n in specialize._modules["kcodec_scratch_assigns"].namespace)  # type: ignore[union-attr]
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("kcodec_scratch_assigns", None)
+        specialize._modules.pop("kcodec_scratch_assigns", None)

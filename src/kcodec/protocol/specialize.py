@@ -19,6 +19,7 @@ copies share the module's globals and call each other; a module whose source is 
 from __future__ import annotations
 import __future__
 
+import dis
 import hashlib
 import importlib.util
 import marshal
@@ -222,6 +223,17 @@ class _Cache:
             partial.unlink(missing_ok=True)
 
 
+_LOCAL_STORES = frozenset({"STORE_FAST", "STORE_DEREF", "DELETE_FAST", "DELETE_DEREF"})
+
+
+def _stores(code: CodeType, names: set[str]) -> bool:
+    """Whether the code (or code nested in it) assigns or deletes one of ``names``."""
+    for ins in dis.get_instructions(code):
+        if ins.opname in _LOCAL_STORES and ins.argval in names:
+            return True
+    return any(isinstance(c, CodeType) and _stores(c, names) for c in code.co_consts)
+
+
 def _global_names(code: CodeType) -> set[str]:
     names = set(code.co_names)
     for const in code.co_consts:
@@ -268,21 +280,31 @@ class _Module:
         return result
 
     def _make(self, root: str, bound: dict[str, object], version: int, name: str) -> None:
+        """Make the copies of ``root`` and of the struct functions it reaches, all or none: each is
+        compiled first, and defined (and cached) only when every one of them compiled."""
         pending = [(root, bound, name)]
+        compiled: dict[str, CodeType] = {}
+        cached: set[str] = set()
         while pending:
             function, consts, new_name = pending.pop()
             text, wanted = self._copy_text(function, consts, version, new_name)
-            code = compile(text, self.filename, "exec", flags=_ANNOTATIONS, dont_inherit=True)
-            exec(code, self.namespace)  # the module's own lines, with the version decided
-            self.cache.codes[new_name] = self.namespace[new_name].__code__
+            compiled[new_name] = compile(text, self.filename, "exec", flags=_ANNOTATIONS, dont_inherit=True)
             for callee in sorted(wanted):
                 callee_copy = copy_name(callee, version)
-                if callee_copy in self.namespace or any(p[2] == callee_copy for p in pending):
+                if callee_copy in self.namespace or callee_copy in compiled or callee_copy in cached:
+                    continue
+                if any(p[2] == callee_copy for p in pending):
                     continue
                 if callee_copy in self.cache.codes:
-                    self._define(callee_copy)
+                    cached.add(callee_copy)
                 else:
                     pending.append((callee, {VERSION: version}, callee_copy))
+        for new_name, module_code in compiled.items():
+            exec(module_code, self.namespace)  # the module's own lines, with the version decided
+            self.cache.codes[new_name] = self.namespace[new_name].__code__
+        for callee_copy in cached:
+            if callee_copy not in self.namespace:
+                self._define(callee_copy)
 
     def _define(self, name: str) -> None:
         """Define a cached copy, and the cached copies it calls."""
@@ -296,6 +318,8 @@ class _Module:
         self, function: str, bound: dict[str, object], version: int, name: str
     ) -> tuple[str, set[str]]:
         code = self.code[function]
+        if _stores(code, set(bound)):  # a test on a parameter the function changes cannot be decided
+            raise ValueError(f"{self.filename}: {function} assigns {sorted(bound)}: it cannot be copied")
         first, last = code.co_firstlineno, _last_line(code)
         lines = _filled(_Copier(bound).copy(self.lines[first - 1 : last]))
         definition = f"def {function}("
@@ -351,7 +375,9 @@ def _parsed(module: ModuleType) -> _Module | None:
 def specialized(module: ModuleType, fn: Any) -> Any:
     """``fn`` (a root function of ``module``'s tables, its version and flags bound as defaults by
     ``at_version``) as a copy with those parameters decided; ``fn`` itself where the module is not
-    marked ``SPECIALIZE`` or its source is not available."""
+    marked ``SPECIALIZE``, its source is not available, or a function cannot be copied (one that
+    assigns its version, say: tests/test_specialize.py checks that every version of every marked module
+    gets its copy)."""
     if not getattr(module, "SPECIALIZE", False) or not isinstance(fn, FunctionType) or not fn.__defaults__:
         return fn
     parsed = _parsed(module)
@@ -364,6 +390,9 @@ def specialized(module: ModuleType, fn: Any) -> Any:
     if not isinstance(version, int):
         return fn
     flags = "".join(f"_{k}" for k, value in bound.items() if k != VERSION and value)
-    made = parsed.copy(fn.__name__, bound, version, f"{copy_name(fn.__name__, version)}{flags}")
+    try:
+        made = parsed.copy(fn.__name__, bound, version, f"{copy_name(fn.__name__, version)}{flags}")
+    except (ValueError, SyntaxError):  # code the copier does not know how to copy: run it as it is
+        return fn
     made.__defaults__ = fn.__defaults__
     return made
