@@ -150,7 +150,7 @@ def test_copies_are_cached_beside_the_bytecode_and_a_later_process_defines_them_
 ) -> None:
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     made = specialize.specialized(scratch, scratch.LAZY[1])
-    path = specialize._modules[scratch.__name__].cache.path  # type: ignore[union-attr]
+    path = specialize._modules[scratch.__name__].cache.path
     assert path is not None and path.parent.name == "__pycache__" and path.exists()
     specialize._modules.pop(scratch.__name__)  # as a new process would start
 
@@ -162,21 +162,29 @@ def test_copies_are_cached_beside_the_bytecode_and_a_later_process_defines_them_
     assert again is not made and again.__code__.co_code == made.__code__.co_code
     got, want = again([4]), scratch.LAZY[1]([4])
     assert got[0].func.__name__ == "d_Item__v1" and got[0](9) == want[0](9) and got[1:] == want[1:]
-    # another source (an upgrade, an edit) or another format: the cache is not used
-    assert specialize._Cache(scratch.__file__, SCRATCH + "\n").codes == {}
-    assert specialize._Cache(scratch.__file__, SCRATCH).codes
+    assert specialize._Cache(scratch.__file__).codes
+    # a source file changed since (an upgrade, an edit: another size or time): the cache is not used
+    Path(str(scratch.__file__)).write_text(SCRATCH + "\n")
+    assert specialize._Cache(scratch.__file__).codes == {}
+
+
+def _refuse_mkdir(*args: object, **kwargs: object) -> None:
+    raise PermissionError("read-only")
 
 
 def test_a_cache_that_cannot_be_written_or_is_not_wanted_is_no_error(
     scratch: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "a_file").write_text("")
-    cache = specialize._Cache(str(tmp_path / "a_file" / "m.py"), SCRATCH)  # its __pycache__ cannot be made
+    (tmp_path / "m.py").write_text(SCRATCH)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(Path, "mkdir", _refuse_mkdir)
+    cache = specialize._Cache(str(tmp_path / "m.py"))  # its __pycache__ cannot be made
     cache.codes["f"] = scratch.d_Item.__code__
     cache.write()
-    assert not (tmp_path / "a_file").is_dir()
+    assert not (tmp_path / "__pycache__").exists()
+    monkeypatch.undo()  # mkdir works again
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    cache = specialize._Cache(str(tmp_path / "m.py"), SCRATCH)
+    cache = specialize._Cache(str(tmp_path / "m.py"))
     cache.codes["f"] = scratch.d_Item.__code__
     cache.write()
     assert not (tmp_path / "__pycache__").exists()
@@ -196,7 +204,7 @@ def test_a_function_that_assigns_its_version_is_not_copied(tmp_path: Path) -> No
                 fn = mod.TABLE[v]
                 assert specialize.specialized(mod, fn) is fn  # run as it is
                 assert fn([1]) == [(1, 0 if v >= 3 else 1 if v else -1)]
-        assert not any("__v" in n for n in specialize._modules["kcodec_scratch_assigns"].namespace)  # type: ignore[union-attr]
+        assert not any("__v" in n for n in specialize._modules["kcodec_scratch_assigns"].namespace)
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("kcodec_scratch_assigns", None)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import __future__
 
 import dis
-import hashlib
 import importlib.util
 import marshal
 import os
@@ -181,19 +180,24 @@ _FORMAT = b"kcodec-copies-1\n"
 
 
 class _Cache:
-    """The copies' code objects on disk beside the module's bytecode (``__pycache__``), keyed by this
-    format, Python's bytecode magic number and the module's source: later processes define the copies
-    without making them again. A folder that cannot be written is no error (as for Python's own
-    bytecode); ``PYTHONDONTWRITEBYTECODE`` writes nothing."""
+    """The copies' code objects on disk beside the module's bytecode (``__pycache__``), keyed as
+    Python keys its bytecode: this format, the bytecode magic number, and the source file's
+    modification time and size. Later processes define the copies without making them again (nor
+    reading the source). A folder that cannot be written is no error (as for Python's own bytecode);
+    ``PYTHONDONTWRITEBYTECODE`` writes nothing."""
 
-    def __init__(self, module_file: str | None, source: str) -> None:
-        self.key = _FORMAT + importlib.util.MAGIC_NUMBER + hashlib.sha256(source.encode()).digest()
+    def __init__(self, module_file: str | None) -> None:
+        self.key = b""
         self.path: Path | None = None
         if module_file and module_file.endswith(".py"):
             try:
+                stat = os.stat(module_file)
                 self.path = Path(importlib.util.cache_from_source(module_file)).with_suffix(".copies")
-            except NotImplementedError:  # no bytecode cache on this interpreter
+            except (OSError, NotImplementedError):  # no source file, or no bytecode cache here
                 self.path = None
+            else:
+                stamp = f"{stat.st_mtime_ns}:{stat.st_size}\n".encode()
+                self.key = _FORMAT + importlib.util.MAGIC_NUMBER + stamp
         self.codes = self._read()
 
     def _read(self) -> dict[str, CodeType]:
@@ -223,14 +227,18 @@ class _Cache:
             partial.unlink(missing_ok=True)
 
 
-_LOCAL_STORES = frozenset({"STORE_FAST", "STORE_DEREF", "DELETE_FAST", "DELETE_DEREF"})
+_LOCAL_STORES = frozenset(dis.opmap[n] for n in ("STORE_FAST", "STORE_DEREF", "DELETE_FAST", "DELETE_DEREF"))
 
 
 def _stores(code: CodeType, names: set[str]) -> bool:
-    """Whether the code (or code nested in it) assigns or deletes one of ``names``."""
-    for ins in dis.get_instructions(code):
-        if ins.opname in _LOCAL_STORES and ins.argval in names:
-            return True
+    """Whether the code (or code nested in it) assigns or deletes one of ``names`` (a scan of the raw
+    bytecode: an argument behind ``EXTENDED_ARG`` can only make it answer yes where the answer is no)."""
+    cells = [c for c in code.co_cellvars if c not in code.co_varnames]
+    local = (*code.co_varnames, *cells, *code.co_freevars)  # what the opcodes' argument indexes
+    wanted = {i for i, name in enumerate(local) if name in names}
+    raw = code.co_code
+    if wanted and any(raw[i] in _LOCAL_STORES and raw[i + 1] in wanted for i in range(0, len(raw), 2)):
+        return True
     return any(isinstance(c, CodeType) and _stores(c, names) for c in code.co_consts)
 
 
@@ -246,9 +254,10 @@ class _Module:
     """One versioned module's source lines, its functions, and the copies made so far (in a namespace
     holding the module's globals and the copies)."""
 
-    def __init__(self, module: ModuleType, source: str) -> None:
+    def __init__(self, module: ModuleType) -> None:
+        self.module = module
         self.filename = getattr(module, "__file__", None) or module.__name__
-        self.lines = source.splitlines(keepends=True)
+        self._lines: list[str] | None = None  # read on the first copy the cache does not hold
         self.namespace = dict(module.__dict__)
         self.code = {
             name: fn.__code__
@@ -265,7 +274,7 @@ class _Module:
         self.partials = re.compile(
             r"\b_partial\((" + "|".join(sorted(self.versioned, key=len, reverse=True)) + r"), v\)"
         )
-        self.cache = _Cache(getattr(module, "__file__", None), source)
+        self.cache = _Cache(getattr(module, "__file__", None))
 
     def copy(self, root: str, bound: dict[str, object], version: int, name: str) -> FunctionType:
         """The copy of ``root`` with the ``bound`` parameters decided, with the copies (at ``version``)
@@ -314,6 +323,15 @@ class _Module:
             if called in self.cache.codes and called not in self.namespace:
                 self._define(called)
 
+    def lines(self) -> list[str]:
+        """The module's source lines (ValueError if its source is not available)."""
+        if self._lines is None:
+            source = _source(self.module)
+            self._lines = source.splitlines(keepends=True) if source else []
+        if not self._lines:
+            raise ValueError(f"{self.filename}: no source to copy from")
+        return self._lines
+
     def _copy_text(
         self, function: str, bound: dict[str, object], version: int, name: str
     ) -> tuple[str, set[str]]:
@@ -321,7 +339,7 @@ class _Module:
         if _stores(code, set(bound)):  # a test on a parameter the function changes cannot be decided
             raise ValueError(f"{self.filename}: {function} assigns {sorted(bound)}: it cannot be copied")
         first, last = code.co_firstlineno, _last_line(code)
-        lines = _filled(_Copier(bound).copy(self.lines[first - 1 : last]))
+        lines = _filled(_Copier(bound).copy(self.lines()[first - 1 : last]))
         definition = f"def {function}("
         if not lines[0].startswith(definition):
             raise ValueError(f"{self.filename}: line {first} does not start function {function}")
@@ -342,7 +360,7 @@ class _Module:
         return "\n" * (first - 1) + lines[0] + body, wanted
 
 
-_modules: dict[str, _Module | None] = {}
+_modules: dict[str, _Module] = {}
 
 
 def _source(module: ModuleType) -> str | None:
@@ -364,11 +382,10 @@ def _source(module: ModuleType) -> str | None:
     return None
 
 
-def _parsed(module: ModuleType) -> _Module | None:
+def _parsed(module: ModuleType) -> _Module:
     name = module.__name__
     if name not in _modules:
-        source = _source(module)
-        _modules[name] = _Module(module, source) if source else None
+        _modules[name] = _Module(module)
     return _modules[name]
 
 
@@ -381,7 +398,7 @@ def specialized(module: ModuleType, fn: Any) -> Any:
     if not getattr(module, "SPECIALIZE", False) or not isinstance(fn, FunctionType) or not fn.__defaults__:
         return fn
     parsed = _parsed(module)
-    if parsed is None or fn.__name__ not in parsed.code:
+    if fn.__name__ not in parsed.code:
         return fn
     code = fn.__code__
     params = code.co_varnames[: code.co_argcount]
