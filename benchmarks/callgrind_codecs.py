@@ -16,12 +16,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from callgrind_capture import instructions  # noqa: E402
 
 RUN = """
 import sys
@@ -41,21 +43,10 @@ for _ in range({calls}):
 """
 
 
-def instructions(python: str, index: int, decode: bool, calls: int) -> int:
+def count(python: str, index: int, decode: bool, calls: int, out: Path) -> int:
     """Instructions callgrind counts for one run of ``RUN``."""
     code = RUN.format(here=str(HERE), index=index, decode=decode, calls=calls)
-    env = {**os.environ, "PYTHONHASHSEED": "1"}
-    out = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", python, "-c", code],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    found = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
-    if out.returncode != 0 or found is None:
-        raise SystemExit(f"callgrind_codecs: the run failed: {out.stderr.strip()[-400:]}")
-    return int(found.group(1).replace(",", ""))
+    return instructions([python, "-c", code], out, {**os.environ, "PYTHONHASHSEED": "1"})
 
 
 def main() -> None:
@@ -65,7 +56,6 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200, help="calls per large workload (small ones: 20x)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args()
-    sys.path.insert(0, str(HERE))
     from workloads import WORKLOADS
 
     import kcodec
@@ -78,13 +68,14 @@ def main() -> None:
             f"callgrind_codecs: --workloads: indexes 0-{len(WORKLOADS) - 1}, comma-separated"
         ) from None
     figures: dict[str, dict[str, int]] = {}
+    out = Path(tempfile.mkdtemp()) / "cg.out"
     for i, name in zip(chosen, names, strict=True):
         w = WORKLOADS[i]
         calls = args.calls * (20 if len(kcodec.encode(w.build(), w.version)) < 4096 else 1)
         figures[name] = {}
         for op, decode in (("decode", True), ("encode", False)):
-            base = instructions(args.python, i, decode, 0)
-            figures[name][op] = (instructions(args.python, i, decode, calls) - base) // calls
+            base = count(args.python, i, decode, 0, out)
+            figures[name][op] = (count(args.python, i, decode, calls, out) - base) // calls
         if not args.json:
             print(
                 f"{name}: decode {figures[name]['decode']:,}  encode {figures[name]['encode']:,}", flush=True

@@ -19,9 +19,7 @@ from kcodec.protocol.codec import module
 SCRATCH = """
 from functools import partial as _partial
 
-def _at(fn, *last):
-    from types import FunctionType
-    return FunctionType(fn.__code__, fn.__globals__, fn.__name__, last, fn.__closure__)
+from kcodec.protocol._gen_runtime import at_version as _at
 
 def d_Item(v: int, x: int) -> tuple[int, ...]:
     if v >= 3:

@@ -25,6 +25,7 @@ import marshal
 import os
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import CodeType, FunctionType, ModuleType
@@ -166,13 +167,18 @@ def _filled(lines: list[str]) -> list[str]:
     return out
 
 
-def _last_line(code: CodeType) -> int:
-    """The last source line of a function's code (its nested code objects' included)."""
-    last = max((end for _, end, _, _ in code.co_positions() if end is not None), default=code.co_firstlineno)
+def _codes(code: CodeType) -> Iterator[CodeType]:
+    """A function's code and the code nested in it (comprehensions, inner functions)."""
+    yield code
     for const in code.co_consts:
         if isinstance(const, CodeType):
-            last = max(last, _last_line(const))
-    return last
+            yield from _codes(const)
+
+
+def _last_line(code: CodeType) -> int:
+    """The last source line of a function's code (its nested code objects' included)."""
+    ends = (end for c in _codes(code) for _, end, _, _ in c.co_positions() if end is not None)
+    return max(ends, default=code.co_firstlineno)
 
 
 #: the copies' format, part of the cache's key: change it when the copies are made differently
@@ -233,21 +239,14 @@ _LOCAL_STORES = frozenset(dis.opmap[n] for n in ("STORE_FAST", "STORE_DEREF", "D
 def _stores(code: CodeType, names: set[str]) -> bool:
     """Whether the code (or code nested in it) assigns or deletes one of ``names`` (a scan of the raw
     bytecode: an argument behind ``EXTENDED_ARG`` can only make it answer yes where the answer is no)."""
-    cells = [c for c in code.co_cellvars if c not in code.co_varnames]
-    local = (*code.co_varnames, *cells, *code.co_freevars)  # what the opcodes' argument indexes
-    wanted = {i for i, name in enumerate(local) if name in names}
-    raw = code.co_code
-    if wanted and any(raw[i] in _LOCAL_STORES and raw[i + 1] in wanted for i in range(0, len(raw), 2)):
-        return True
-    return any(isinstance(c, CodeType) and _stores(c, names) for c in code.co_consts)
-
-
-def _global_names(code: CodeType) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, CodeType):
-            names |= _global_names(const)
-    return names
+    for c in _codes(code):
+        cells = [n for n in c.co_cellvars if n not in c.co_varnames]
+        local = (*c.co_varnames, *cells, *c.co_freevars)  # what the opcodes' argument indexes
+        wanted = {i for i, name in enumerate(local) if name in names}
+        raw = c.co_code
+        if wanted and any(raw[i] in _LOCAL_STORES and raw[i + 1] in wanted for i in range(0, len(raw), 2)):
+            return True
+    return False
 
 
 class _Module:
@@ -268,12 +267,10 @@ class _Module:
         self.versioned = {
             name for name, code in self.code.items() if code.co_varnames[: code.co_argcount][:1] == (VERSION,)
         }
-        self.calls = re.compile(
-            r"\b(" + "|".join(sorted(self.versioned, key=len, reverse=True)) + r")\((v\b)"
-        )
-        self.partials = re.compile(
-            r"\b_partial\((" + "|".join(sorted(self.versioned, key=len, reverse=True)) + r"), v\)"
-        )
+        names = "|".join(sorted(self.versioned, key=len, reverse=True))  # the longest first
+        self.calls = re.compile(rf"\b({names})\((v\b)")
+        self.partials = re.compile(rf"\b_partial\(({names}), v\)")
+        self.spans: dict[str, tuple[int, int]] = {}  # function -> its first and last source line
         self.cache = _Cache(getattr(module, "__file__", None))
 
     def copy(self, root: str, bound: dict[str, object], version: int, name: str) -> FunctionType:
@@ -294,16 +291,16 @@ class _Module:
         pending = [(root, bound, name)]
         compiled: dict[str, CodeType] = {}
         cached: set[str] = set()
+        seen = {name}
         while pending:
             function, consts, new_name = pending.pop()
             text, wanted = self._copy_text(function, consts, version, new_name)
             compiled[new_name] = compile(text, self.filename, "exec", flags=_ANNOTATIONS, dont_inherit=True)
             for callee in sorted(wanted):
                 callee_copy = copy_name(callee, version)
-                if callee_copy in self.namespace or callee_copy in compiled or callee_copy in cached:
+                if callee_copy in seen or callee_copy in self.namespace:
                     continue
-                if any(p[2] == callee_copy for p in pending):
-                    continue
+                seen.add(callee_copy)
                 if callee_copy in self.cache.codes:
                     cached.add(callee_copy)
                 else:
@@ -319,7 +316,7 @@ class _Module:
         """Define a cached copy, and the cached copies it calls."""
         code = self.cache.codes[name]
         self.namespace[name] = FunctionType(code, self.namespace, name)
-        for called in _global_names(code):
+        for called in {n for c in _codes(code) for n in c.co_names}:
             if called in self.cache.codes and called not in self.namespace:
                 self._define(called)
 
@@ -332,13 +329,22 @@ class _Module:
             raise ValueError(f"{self.filename}: no source to copy from")
         return self._lines
 
+    def _span(self, function: str) -> tuple[int, int]:
+        """The function's first and last source line, once it is known to be copyable: it does not
+        assign its version or lazy flag (a test on a value the function changes cannot be decided)."""
+        if function not in self.spans:
+            code = self.code[function]
+            if _stores(code, {VERSION, "lazy"}):
+                raise ValueError(
+                    f"{self.filename}: {function} assigns its version or flag: it cannot be copied"
+                )
+            self.spans[function] = (code.co_firstlineno, _last_line(code))
+        return self.spans[function]
+
     def _copy_text(
         self, function: str, bound: dict[str, object], version: int, name: str
     ) -> tuple[str, set[str]]:
-        code = self.code[function]
-        if _stores(code, set(bound)):  # a test on a parameter the function changes cannot be decided
-            raise ValueError(f"{self.filename}: {function} assigns {sorted(bound)}: it cannot be copied")
-        first, last = code.co_firstlineno, _last_line(code)
+        first, last = self._span(function)
         lines = _filled(_Copier(bound).copy(self.lines()[first - 1 : last]))
         definition = f"def {function}("
         if not lines[0].startswith(definition):
