@@ -5,6 +5,7 @@ split among tasks."""
 from __future__ import annotations
 
 import json
+import pickle
 import random
 from pathlib import Path
 from typing import Any
@@ -303,6 +304,27 @@ def test_partials_merge_to_the_tables_of_all_rows_at_once() -> None:
             assert tables[name] == whole[name], name
 
 
+def test_task_results_pickle_as_constructor_calls_the_same_in_every_build() -> None:
+    """What a stage-2 task returns to the driver (its Found and Partials, latency sketches inside)
+    pickles as calls of the classes on the fields' values, with no state set afterwards: a compiled
+    driver reads a pure executor's pickle and the other way round (shipped kcodec runs pure)."""
+    import pickletools
+
+    from kcodec.pipeline.decode import Found
+
+    partials = _fold(_rows(200, random.Random(3)))
+    found = Found(starts=[(0, 24, "k", 1)], names={"id": (1.5, "t")}, first_time=1.0, last_time=2.0, frames=9)
+    for obj in (partials, found):
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        ops = {op.name for op, _arg, _pos in pickletools.genops(data)}
+        assert "BUILD" not in ops and "NEWOBJ" not in ops, ops  # no __setstate__, no bare __new__
+        back = pickle.loads(data)
+        assert type(back) is type(obj)
+    again = pickle.loads(pickle.dumps(partials))
+    assert aggregate_tables(again, 3, 1000) == aggregate_tables(partials, 3, 1000)
+    assert pickle.loads(pickle.dumps(found)) == found
+
+
 def test_partials_folded_before_numbering_resolve_to_the_tables_of_the_final_rows() -> None:
     """Stage 2 folds frames whose connections are (key, local number) and whose topics may be ids;
     resolved with the numbers and names the job finds, the tables are those of the final rows."""
@@ -548,6 +570,33 @@ def test_the_shipped_zip_holds_the_package_sources(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(package_zip(tmp_path / "k.zip")).namelist())
     assert {"kcodec/__init__.py", "kcodec/pipeline/decode.py", "kcodec/_generated/__init__.py"} <= names
     assert not any("__pycache__" in n or n.endswith(".so") for n in names)
+
+
+def test_the_shipped_zip_runs_as_the_installed_build_does(tmp_path: Path) -> None:
+    """Executors import the shipped package from the zip, where compiled modules cannot load: its
+    sources run interpreted, those of a compiled build's codecs too, and decode what the installed
+    build decodes."""
+    import subprocess
+    import sys
+
+    from kcodec.pipeline.ship import package_zip
+
+    shipped = package_zip(tmp_path / "k.zip")
+    script = (
+        "import runpy, sys\n"
+        "sys.path.insert(0, sys.argv.pop(1))\n"
+        "import kcodec.capture.packets, kcodec._generated.request_header as h\n"
+        "assert h.__file__.endswith('.py') and kcodec.capture.packets.__file__.endswith('.py')\n"
+        "sys.argv[0] = 'kcodec'\n"
+        "runpy.run_module('kcodec.cli', run_name='__main__')\n"
+    )
+    captures = Path(__file__).parent / "captures"
+    for name in ("apache_kafka_java.pcap", "apache_kafka_librdkafka.pcap", "consumer_groups.pcap"):
+        args = ["decode-capture", "--json", str(captures / name)]
+        want = subprocess.run([sys.executable, "-m", "kcodec.cli", *args], capture_output=True, check=True)
+        got = subprocess.run([sys.executable, "-c", script, str(shipped), *args], capture_output=True)
+        assert got.returncode == 0, got.stderr.decode()[-2000:]
+        assert got.stdout == want.stdout and want.stdout.count(b"\n") > 20, name
 
 
 class _FakeStage:

@@ -301,13 +301,15 @@ def test_the_capture_build_compiles_the_capture_path_and_the_headers_codecs_only
         CAPTURE_CLI_MODULES,
         CAPTURE_MESSAGES,
         CAPTURE_MODULES,
+        PIPELINE_MODULES,
         RUNTIME_MODULES,
         capture_modules,
         modules_to_compile,
     )
 
     got = capture_modules()
-    assert got == [*CAPTURE_MODULES, *CAPTURE_CLI_MODULES]
+    assert got == [*CAPTURE_MODULES, *CAPTURE_CLI_MODULES, *PIPELINE_MODULES]
+    assert all(m.startswith("kcodec.pipeline.") for m in PIPELINE_MODULES)
     assert not set(got) & set(RUNTIME_MODULES) and not any(m.startswith("kcodec._generated") for m in got)
     assert set(CAPTURE_MESSAGES) == {"RequestHeader", "ResponseHeader"}
     # what hatch_build compiles for it: the headers' codecs (and companions) with their base classes
@@ -338,6 +340,7 @@ def test_the_compiled_build_takes_each_codec_with_its_json_and_facts_modules(tmp
     from kcodec.codegen.compile import (
         CAPTURE_CLI_MODULES,
         CAPTURE_MODULES,
+        PIPELINE_MODULES,
         RUNTIME_MODULES,
         modules_to_compile,
     )
@@ -350,6 +353,7 @@ def test_the_compiled_build_takes_each_codec_with_its_json_and_facts_modules(tmp
         *RUNTIME_MODULES,
         *CAPTURE_MODULES,
         *CAPTURE_CLI_MODULES,
+        *PIPELINE_MODULES,
         "kcodec._generated.fetch_response",
         "kcodec._generated.json_.fetch_response",
         "kcodec._generated.facts_.fetch_response",
@@ -357,11 +361,13 @@ def test_the_compiled_build_takes_each_codec_with_its_json_and_facts_modules(tmp
         "kcodec._generated.json_.request_header",  # (no facts module: none written for it here)
     ]
     assert "kcodec.capture.framing" in CAPTURE_MODULES and "kcodec.protocol.frames" not in CAPTURE_MODULES
+    # it gives the compiled codecs' i64 a value when their source runs interpreted: never compiled
+    assert "kcodec.protocol._gen_runtime" not in got
     assert all(m.startswith("kcodec.") and not m.startswith("kcodec.cli") for m in CAPTURE_MODULES)
     # the CLI's own per-frame work, kept apart; not the click commands
     assert all(m.startswith("kcodec.cli.") for m in CAPTURE_CLI_MODULES)
     assert "kcodec.cli.decode_capture" not in CAPTURE_CLI_MODULES
-    for name in CAPTURE_CLI_MODULES:  # each is a module of the source tree
+    for name in (*CAPTURE_CLI_MODULES, *PIPELINE_MODULES):  # each is a module of the source tree
         assert (Path(__file__).parents[1] / "src" / (name.replace(".", "/") + ".py")).is_file(), name
 
 
@@ -382,7 +388,7 @@ def test_compiled_modules_print_native_classes_and_bytes_reads() -> None:
     assert "timestamp_value = (((i64(buf[pos + 4]) << 24 |" in text and "<< 24 | buf[" not in text
     # byte offsets are mypyc's native 64-bit integers (C arithmetic), imported for the type checker only
     assert "def d_ListOffsetsRequest_v4(buf: bytes, pos: i64, blen: i64)" in text
-    assert "if TYPE_CHECKING:" in text and "from mypy_extensions import i64" in text
+    assert "from kcodec.protocol._gen_runtime import i64" in text and "mypy_extensions" not in text
     # module constants are Final (mypyc keeps them in C statics: no globals-dict lookup per use)
     assert "_ZERO_UUID: Final = _Uuid.ZERO" in text and "_S_int32_int32_int64: Final = _struct.Struct(" in text
     # so are the names the encoders test per bytes/records value, imported from kcodec.protocol._wire

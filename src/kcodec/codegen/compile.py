@@ -97,6 +97,16 @@ CAPTURE_CLI_MODULES = (
     "kcodec.cli.parallel_items",
     "kcodec.cli.parallel_sink",
 )
+#: the pipeline's per-frame work on the executors, compiled with the capture stages: stage 2's rows
+#: and flattened facts of every frame (``decode``, ``flatten``), its partial aggregates of every batch
+#: (``partials``) and the payloads read back per segment (``payloads``). The rest of the pipeline runs
+#: once per task or on the driver.
+PIPELINE_MODULES = (
+    "kcodec.pipeline.decode",
+    "kcodec.pipeline.flatten",
+    "kcodec.pipeline.partials",
+    "kcodec.pipeline.payloads",
+)
 #: the generated subpackages compiled along with each chosen message's codec module: its JSON
 #: converters and its facts extractors (what decode-capture runs for every frame it shows)
 COMPANION_PACKAGES = ("json_", "facts_")
@@ -133,7 +143,7 @@ def build_kind(value: str | None, editable: bool) -> str:
 def capture_modules() -> list[str]:
     """The dotted names a ``CAPTURE`` build compiles: the capture stages and the CLI's per-frame
     modules. Not ``RUNTIME_MODULES``: the base classes only need compiling under compiled messages."""
-    return [*CAPTURE_MODULES, *CAPTURE_CLI_MODULES]
+    return [*CAPTURE_MODULES, *CAPTURE_CLI_MODULES, *PIPELINE_MODULES]
 
 
 class SelectionError(ValueError):

@@ -137,6 +137,11 @@ class Found:
             )
         self.frames += other.frames
 
+    def __reduce__(self) -> tuple[type[Found], tuple[Any, ...]]:
+        # made again from the fields' values: one pickle for the pure and the compiled build (a
+        # driver and its executors may run different builds: kcodec.pipeline.ship)
+        return Found, (self.starts, self.names, self.first_time, self.last_time, self.frames)
+
     def numbers(self) -> dict[tuple[str, int], int]:
         """(key, local) -> connection number 1, 2, ... in the order of the connections' first segments."""
         return {(key, local): n for n, (_, _, key, local) in enumerate(sorted(self.starts), start=1)}

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from kcodec.capture.record import CLIENT_COLUMNS, FRAME_NAMES
@@ -66,11 +66,14 @@ class _Quantiles:
 
     __slots__ = ("k", "sketch")
 
-    def __init__(self, k: int) -> None:
+    def __init__(self, k: int, serialized: bytes | None = None) -> None:
         from datasketches import kll_doubles_sketch
 
         self.k = k
-        self.sketch = kll_doubles_sketch(k)
+        if serialized is None:
+            self.sketch = kll_doubles_sketch(k)
+        else:
+            self.sketch = kll_doubles_sketch.deserialize(serialized)
 
     def add(self, value: float) -> None:
         self.sketch.update(value)
@@ -90,14 +93,9 @@ class _Quantiles:
             return [None for _ in ranks]
         return [float(self.sketch.get_quantile(r, True)) for r in ranks]
 
-    def __getstate__(self) -> tuple[int, bytes]:
-        return self.k, self.sketch.serialize()
-
-    def __setstate__(self, state: tuple[int, bytes]) -> None:
-        from datasketches import kll_doubles_sketch
-
-        self.k, data = state
-        self.sketch = kll_doubles_sketch.deserialize(data)
+    def __reduce__(self) -> tuple[type[_Quantiles], tuple[int, bytes]]:
+        # made again by __init__ (a compiled class cannot be made without it, as pickle's default does)
+        return _Quantiles, (self.k, self.sketch.serialize())
 
 
 def _span(have: list[Any], t: float, first: int, last: int) -> None:
@@ -135,6 +133,11 @@ class Partials:
     stream_issues: int = 0
     file_issues: int = 0
     unreadable: set[str] = field(default_factory=set)
+
+    def __reduce__(self) -> tuple[type[Partials], tuple[Any, ...]]:
+        # made again from the fields' values: one pickle for the pure and the compiled build (a
+        # driver and its executors may run different builds: kcodec.pipeline.ship)
+        return Partials, tuple(getattr(self, name) for name in _PARTIALS_FIELDS)
 
     # --- adding rows -----------------------------------------------------------------------------
 
@@ -467,3 +470,7 @@ class Partials:
                 (t, number(conn), *rest) for t, conn, *rest in rows
             )
         return out
+
+
+#: The fields of :class:`Partials`, in order (its pickles carry their values).
+_PARTIALS_FIELDS = tuple(f.name for f in fields(Partials))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from types import FunctionType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kcodec.protocol._wire import (
     Buffer,
@@ -30,6 +30,12 @@ from kcodec.protocol._wire import write_uvarint as _wuv
 from kcodec.protocol.blobs import blob
 from kcodec.protocol.chunked import CHUNK_BYTES, ChunkedOut
 from kcodec.protocol.errors import DecodeError
+
+if TYPE_CHECKING:
+    from mypy_extensions import i64 as i64
+else:  # the compiled codecs' byte offsets: native integers to mypyc (this module is never compiled), ints
+    # to a compiled codec's source run interpreted
+    i64 = int
 
 __all__ = [
     "at_version",
