@@ -96,12 +96,45 @@ def _split_where(where: str) -> tuple[str | None, int | None]:
     return (None if topic == "?" else topic), (int(part) if sep and part.lstrip("-").isdigit() else None)
 
 
+#: error code -> name, as :func:`~kcodec.protocol.error_codes.error_name` gives them (filled as met)
+_NAMES: dict[int, str] = {}
+
+
+def _name(code: int) -> str:
+    name = _NAMES.get(code)
+    if name is None:
+        name = _NAMES[code] = error_name(code)
+    return name
+
+
+def _label(
+    name: str | None,
+    topic_id: str | None,
+    pairs: dict[str, str],
+    ids: dict[str, None],
+    seen: set[str],
+    topics: list[str],
+) -> str | None:
+    """A topic's label (its name, else its id), noting an id with its name in ``pairs``, an id without
+    one in ``ids``, and a label not seen before in ``topics``."""
+    if topic_id and topic_id != ZERO_TOPIC_ID:
+        if name:
+            pairs[topic_id] = name
+        else:
+            ids[topic_id] = None
+    label = name or topic_id
+    if label and label not in seen:
+        seen.add(label)
+        topics.append(label)
+    return label
+
+
 def flatten(body: Message | None, api_key: int | None, version: int | None, direction: str) -> Flat:
     """The flattened columns of a decoded body (an empty :class:`Flat` without one)."""
     flat = Flat()
     top = getattr(body, "error_code", None) if body is not None else None
     if isinstance(top, int):
-        flat.error_code, flat.error_name = top, error_name(top)
+        flat.error_code, flat.error_name = top, _name(top)
     facts = _facts(body, version)
     if facts is None:
         return flat
@@ -109,35 +142,24 @@ def flatten(body: Message | None, api_key: int | None, version: int | None, dire
     seen: set[str] = set()
     pairs: dict[str, str] = {}
     ids: dict[str, None] = {}
-
-    def topic_of(name: str | None, topic_id: str | None) -> str | None:
-        if name and topic_id and topic_id != ZERO_TOPIC_ID:
-            pairs[topic_id] = name
-        elif not name and topic_id and topic_id != ZERO_TOPIC_ID:
-            ids[topic_id] = None
-        label = name or topic_id
-        if label and label not in seen:
-            seen.add(label)
-            flat.topics.append(label)
-        return label
-
+    topics = flat.topics
     for name, topic_id in facts.topics:
-        topic_of(name, topic_id)
+        _label(name, topic_id, pairs, ids, seen, topics)
     partitions = flat.partitions
     for p in facts.partitions:
         code, values = p.error_code, p.values
         partitions.append(
             (
-                topic_of(p.topic, p.topic_id),
+                _label(p.topic, p.topic_id, pairs, ids, seen, topics),
                 p.partition,
                 code,
-                error_name(code) if code else None,
+                _name(code) if code else None,
                 values.get("leader_epoch") if epoch_here else None,
-                values.get("current_leader_epoch"),
+                values.get("current_leader_epoch") if values else None,
             )
         )
     for code, where in facts.error_codes:
-        name = error_name(code)
+        name = _name(code)
         flat.error_codes.append((code, name, where))
         topic, partition = _split_where(where)
         flat.errors.append((topic, partition, code, name))
