@@ -78,17 +78,17 @@ def main() -> int:
         data = args.file.read_bytes()
         warm.write_bytes(data[: int(args.warm_mb * 1e6)])  # its last record cut: a diagnostic
         whole.symlink_to(args.file.resolve())
-        for mode in ("stages-whole", "decode-capture-whole"):  # fill the caches, uncounted
-            scratch = root / f"prime-{mode}"
+
+        def child(mode: str, label: str) -> list[str]:
+            scratch = root / f"{label}-{mode}"
             scratch.mkdir()
-            cmd = [sys.executable, __file__, "--child", mode, str(warm), str(whole), str(scratch)]
-            subprocess.run(cmd, stdout=subprocess.DEVNULL, env=env, check=True)
+            return [sys.executable, __file__, "--child", mode, str(warm), str(whole), str(scratch)]
+
+        for mode in ("stages-whole", "decode-capture-whole"):  # fill the caches, uncounted
+            subprocess.run(child(mode, "prime"), stdout=subprocess.DEVNULL, env=env, check=True)
         counts: dict[str, int] = {}
         for mode in ("stages", "stages-whole", "decode-capture", "decode-capture-whole"):
-            scratch = root / f"out-{mode}"
-            scratch.mkdir()
-            cmd = [sys.executable, __file__, "--child", mode, str(warm), str(whole), str(scratch)]
-            counts[mode] = instructions(cmd, root / f"{mode}.callgrind", env)
+            counts[mode] = instructions(child(mode, "out"), root / f"{mode}.callgrind", env)
             print(f"{mode}: {counts[mode]:,} instructions", flush=True)
     stages = counts["stages-whole"] - counts["stages"]
     dc = counts["decode-capture-whole"] - counts["decode-capture"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import orjson
@@ -140,7 +140,7 @@ class Found:
     def __reduce__(self) -> tuple[type[Found], tuple[Any, ...]]:
         # made again from the fields' values: one pickle for the pure and the compiled build (a
         # driver and its executors may run different builds: kcodec.pipeline.ship)
-        return Found, (self.starts, self.names, self.first_time, self.last_time, self.frames)
+        return Found, tuple(getattr(self, name) for name in _FOUND_FIELDS)
 
     def numbers(self) -> dict[tuple[str, int], int]:
         """(key, local) -> connection number 1, 2, ... in the order of the connections' first segments."""
@@ -149,6 +149,10 @@ class Found:
     def directory(self) -> dict[str, str]:
         """Topic id -> name (the first name stated for it)."""
         return {topic_id: name for topic_id, (_, name) in self.names.items()}
+
+
+#: The fields of :class:`Found`, in order (its pickles carry their values).
+_FOUND_FIELDS = tuple(f.name for f in fields(Found))
 
 
 class _Conn:

@@ -96,17 +96,6 @@ def _split_where(where: str) -> tuple[str | None, int | None]:
     return (None if topic == "?" else topic), (int(part) if sep and part.lstrip("-").isdigit() else None)
 
 
-#: error code -> name, as :func:`~kcodec.protocol.error_codes.error_name` gives them (filled as met)
-_NAMES: dict[int, str] = {}
-
-
-def _name(code: int) -> str:
-    name = _NAMES.get(code)
-    if name is None:
-        name = _NAMES[code] = error_name(code)
-    return name
-
-
 def _label(
     name: str | None,
     topic_id: str | None,
@@ -134,7 +123,7 @@ def flatten(body: Message | None, api_key: int | None, version: int | None, dire
     flat = Flat()
     top = getattr(body, "error_code", None) if body is not None else None
     if isinstance(top, int):
-        flat.error_code, flat.error_name = top, _name(top)
+        flat.error_code, flat.error_name = top, error_name(top)
     facts = _facts(body, version)
     if facts is None:
         return flat
@@ -153,13 +142,13 @@ def flatten(body: Message | None, api_key: int | None, version: int | None, dire
                 _label(p.topic, p.topic_id, pairs, ids, seen, topics),
                 p.partition,
                 code,
-                _name(code) if code else None,
+                error_name(code) if code else None,
                 values.get("leader_epoch") if epoch_here else None,
                 values.get("current_leader_epoch") if values else None,
             )
         )
     for code, where in facts.error_codes:
-        name = _name(code)
+        name = error_name(code)
         flat.error_codes.append((code, name, where))
         topic, partition = _split_where(where)
         flat.errors.append((topic, partition, code, name))

@@ -211,11 +211,16 @@ def _retriable() -> frozenset[ErrorCode]:
     )
 
 
+#: wire value -> name (read per error a frame carries: one dict lookup, not the enum's lookup and its
+#: ``name`` property)
+_NAMES: dict[int, str] = {member.value: member.name for member in ErrorCode}
+
+
 def error_name(code: int) -> str:
     """Kafka's name for an error code (``74`` -> ``"FENCED_LEADER_EPOCH"``); unknown codes get
     ``"UNKNOWN_ERROR_CODE_<code>"`` so that a name is always printable."""
-    member = ErrorCode.of(code)
-    return member.name if member is not None else f"UNKNOWN_ERROR_CODE_{code}"
+    name = _NAMES.get(code)
+    return name if name is not None else f"UNKNOWN_ERROR_CODE_{code}"
 
 
 def is_retriable(code: int) -> bool | None:
