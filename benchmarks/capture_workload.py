@@ -34,7 +34,10 @@ def _c(name: str) -> Any:
 def _batch(rng: random.Random, base: int, n: int = 25) -> bytes:
     recs = [
         NewRecord(
-            value=f'{{"order":{base + i},"amount":{rng.randint(1, 9999)},"note":"{rng.randbytes(50).hex()}"}}'.encode(),
+            value=(
+                f'{{"order":{base + i},"amount":{rng.randint(1, 9999)},'
+                f'"note":"{rng.randbytes(50).hex()}"}}'
+            ).encode(),
             key=f"customer-{rng.randint(1, 500)}".encode(),
             headers=[("source", b"bench")],
             timestamp=1_700_000_000_000 + base + i,
