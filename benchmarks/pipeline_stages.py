@@ -17,9 +17,9 @@ CPU (the goal asks at most 1.5 of the whole pipeline, the JVM's and the driver's
 ``bench_pipeline.py``); decode-capture's CPU on an empty capture (start-up, imports) is subtracted,
 as the stages' figures leave them out. Then the frames' Parquet encoding alone: the files stage 3
 wrote, read back and encoded once more with the same options (the least any pipeline writing that
-table spends on it, part of stage 3's figure). ``--profile`` prints a cProfile of one stage instead (CPU
-time, inflated by the profiler). Neither Spark nor the JVM takes part: what this
-measures is the Python work a pipeline task does.
+table spends on it, part of stage 3's figure). ``--profile`` prints a cProfile of one stage instead
+(CPU time, inflated by the profiler). Neither Spark nor the JVM takes part: what this measures is
+the Python work a pipeline task does.
 """
 
 from __future__ import annotations
@@ -122,14 +122,14 @@ def _parquet_alone(frames: Path, again: Path) -> float:
     of their own. The least any pipeline that writes this table can spend on it."""
     import pyarrow.parquet as pq
 
-    from kcodec.pipeline.write import _frames_options
+    from kcodec.pipeline.write import frames_options
 
-    options = _frames_options()
+    options = frames_options()
+    again.mkdir(parents=True, exist_ok=True)
     spent = 0.0
     for i, path in enumerate(sorted(frames.rglob("*.parquet"))):
         source = pq.ParquetFile(path)
         groups = [source.read_row_group(g) for g in range(source.num_row_groups)]
-        again.mkdir(parents=True, exist_ok=True)
         c = _cpu()
         with pq.ParquetWriter(again / f"{i}.parquet", source.schema_arrow, **options) as writer:
             for table in groups:

@@ -38,6 +38,7 @@ __all__ = [
     "FRAME_COLUMNS",
     "diagnostics_schema",
     "frame_schema",
+    "frames_options",
     "write_task",
 ]
 
@@ -363,7 +364,7 @@ _PLAIN_COLUMNS = frozenset({"header", "body"})
 FRAMES_COMPRESSION: tuple[str, int | None] = ("snappy", None)
 
 
-def _frames_options() -> dict[str, Any]:
+def frames_options() -> dict[str, Any]:
     """``ParquetWriter`` options of the ``frames`` files."""
     others = [f.name for f in frame_schema() if f.name not in _PLAIN_COLUMNS]
     codec, level = FRAMES_COMPRESSION
@@ -398,7 +399,7 @@ def write_task(
             yield from task.frames(read_spill(output, spill))
 
     with fewer_collections():
-        options = _frames_options()
+        options = frames_options()
         output.write_partitioned(batches(), frame_schema(), "frames", ["date", "api"], name, options)
     if task.batches:  # a diagnostics file, even without rows
         rows = pa.concat_tables(task.diagnostics) if task.diagnostics else diagnostics_schema().empty_table()
